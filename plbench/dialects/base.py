@@ -1,0 +1,144 @@
+"""What every dialect shares: per-task emission state, identifier rules, shape tokens.
+
+A dialect turns the dialect-neutral `PyType` model into SQL: type spellings,
+named type DDL (emitted once per unique shape, with deterministic names),
+literals, equality expressions and program-unit text. Shape tokens name types
+by their SQL shape in prefix notation with arities (`rec2_i8_txt`,
+`list_rec2_i8_txt`), so two different shapes never share a name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from plbench.mbpp.pytypes import PyType
+
+
+class UnrepresentableValue(ValueError):
+    """A value the dialect cannot encode (e.g. a NUL byte in PostgreSQL text)."""
+
+    def __init__(self, reason_code: str, detail: str):
+        super().__init__(detail)
+        self.reason_code = reason_code
+        self.detail = detail
+
+
+@dataclass
+class TypeEnv:
+    """Emission state for one task in one dialect.
+
+    `types` and `helpers` map a name to its DDL / function text in creation
+    order, so a type is created after the types it uses and only once.
+    """
+
+    int_sql: str  # spelling of Python int for this task (decided once per task)
+    atol: float = 0.0
+    rtol: float = 0.0
+    types: dict[str, str] = field(default_factory=dict)
+    helpers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A program unit (function) in neutral form, rendered by the dialect."""
+
+    name: str
+    params: tuple[tuple[str, str], ...]  # (identifier, SQL type)
+    returns: str
+    body: str  # statements between BEGIN and END
+    declarations: str = ""
+
+
+class Dialect:
+    name: str
+    display_name: str
+    max_identifier_bytes: int
+    reserved: frozenset[str]
+
+    # ---- identifiers ---------------------------------------------------
+    def identifier(self, name: str, taken: set[str]) -> tuple[str, str | None]:
+        """A safe unquoted identifier for a Python name, and why it was renamed (or None).
+
+        Names are folded the way the dialect folds unquoted identifiers, so two
+        Python names that differ only in case would collide: those are renamed too.
+        """
+        candidate, why = name, None
+        if candidate.upper() in self.reserved:
+            candidate, why = f"{name}_", f"'{name}' is a reserved word in {self.display_name}"
+        if len(candidate.encode()) > self.max_identifier_bytes:
+            digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+            candidate = f"{name[: self.max_identifier_bytes - 9]}_{digest}"
+            why = f"'{name}' exceeds {self.max_identifier_bytes} bytes"
+        base, n = candidate, 2
+        while candidate.lower() in taken:
+            candidate, n = f"{base}_{n}", n + 1
+            why = f"'{name}' collides with another name after case folding"
+        taken.add(candidate.lower())
+        return candidate, why
+
+    def type_identifier(self, token: str) -> str:
+        """Deterministic name of a named type from its shape token, within the length limit."""
+        name = f"plb_{token}"
+        if len(name) <= min(self.max_identifier_bytes, 60):
+            return name
+        return "plb_t_" + hashlib.sha1(token.encode()).hexdigest()[:16]
+
+    # ---- to be provided by each dialect ---------------------------------
+    def int_type(self, values_fit_bigint: bool) -> str:
+        raise NotImplementedError
+
+    def sql_type(self, t: PyType, env: TypeEnv, top: bool = True) -> str:
+        raise NotImplementedError
+
+    def literal(self, value: Any, t: PyType, env: TypeEnv, top: bool = True) -> str:
+        raise NotImplementedError
+
+
+SCALAR_TOKENS = {"float": "f8", "str": "txt", "bool": "bool"}
+
+
+def shape_token(t: PyType, int_token: str) -> str:
+    """Prefix-notation token of a type's SQL shape; nullability does not change the shape."""
+    if t.kind == "int":
+        return int_token
+    if t.kind in SCALAR_TOKENS:
+        return SCALAR_TOKENS[t.kind]
+    if t.kind in ("list", "tuple_seq", "set"):
+        return "list_" + shape_token(t.elem, int_token)
+    if t.kind == "dict":
+        return "kv_" + shape_token(t.args[0], int_token) + "_" + shape_token(t.args[1], int_token)
+    prefix = {"record": "rec", "variant": "var"}[t.kind]
+    return f"{prefix}{len(t.args)}_" + "_".join(shape_token(a, int_token) for a in t.args)
+
+
+def needs_tolerance(t: PyType) -> bool:
+    return any(x.kind == "float" for x in t.walk())
+
+
+def needs_unordered(t: PyType) -> bool:
+    return any(x.kind in ("set", "dict") for x in t.walk())
+
+
+VARIANT_FIELDS = {"int": "int_v", "float": "float_v", "str": "str_v", "bool": "bool_v"}
+
+
+def variant_member(value: Any, t: PyType) -> PyType:
+    """The member of a variant type that holds this value (None holds no member)."""
+    for member in t.args:
+        if member.kind == "float" and isinstance(value, float):
+            return member
+        if member.kind == {bool: "bool", int: "int", str: "str", float: "float"}.get(type(value)):
+            return member
+    if isinstance(value, int) and not isinstance(value, bool):
+        return next(m for m in t.args if m.kind == "float")
+    raise UnrepresentableValue("unsupported_value_type", f"{value!r} fits no member of {t.describe()}")
+
+
+def sort_unordered(value: Any) -> list:
+    """A deterministic order for set / dict literals (their Python order is not part of equality)."""
+    from plbench.values import dumps
+
+    items = list(value.items()) if isinstance(value, dict) else list(value)
+    return sorted(items, key=dumps)

@@ -1,0 +1,262 @@
+"""PostgreSQL / PL/pgSQL: arrays, composite types, pg_temp comparison helpers, RAISE NOTICE verdicts.
+
+Rules (each a line of a table in the docs and a test):
+- int → bigint when every int of the task fits 64 bits, else numeric; float → double
+  precision; str → text; bool → boolean.
+- list / tuple / set of a non-collection → `<elem>[]`; a collection of collections
+  uses a one-field wrapper composite (`plb_list_i8 AS (items bigint[])`), because
+  PostgreSQL's multidimensional arrays cannot hold jagged or empty inner lists.
+- tuple of mixed types → composite type; dict → array of a (k, v) composite;
+  mixed scalar kinds → a tagged composite (tag, int_v, float_v, str_v, bool_v).
+- equality: `IS NOT DISTINCT FROM` (NULL-safe, ordered, exact) unless the type holds a
+  float (tolerance) or a set / dict (order-free); then a pg_temp helper function.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from plbench.dialects.base import (
+    VARIANT_FIELDS,
+    Dialect,
+    TypeEnv,
+    Unit,
+    UnrepresentableValue,
+    needs_tolerance,
+    needs_unordered,
+    shape_token,
+    sort_unordered,
+    variant_member,
+)
+from plbench.mbpp.pytypes import PyType
+
+# SQL key words reserved in PostgreSQL (Appendix C, "reserved" and "reserved, can be function or
+# type") plus PL/pgSQL's reserved words; a parameter or function may not take these names unquoted.
+POSTGRES_RESERVED = frozenset("""
+ALL ANALYSE ANALYZE AND ANY ARRAY AS ASC ASYMMETRIC AUTHORIZATION BINARY BOTH CASE CAST CHECK COLLATE
+COLLATION COLUMN CONCURRENTLY CONSTRAINT CREATE CROSS CURRENT_CATALOG CURRENT_DATE CURRENT_ROLE
+CURRENT_SCHEMA CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER DEFAULT DEFERRABLE DESC DISTINCT DO ELSE END
+EXCEPT FALSE FETCH FOR FOREIGN FREEZE FROM FULL GRANT GROUP HAVING ILIKE IN INITIALLY INNER INTERSECT INTO
+IS ISNULL JOIN LATERAL LEADING LEFT LIKE LIMIT LOCALTIME LOCALTIMESTAMP NATURAL NOT NOTNULL NULL OFFSET ON
+ONLY OR ORDER OUTER OVERLAPS PLACING PRIMARY REFERENCES RETURNING RIGHT SELECT SESSION_USER SIMILAR SOME
+SYMMETRIC SYSTEM_USER TABLE TABLESAMPLE THEN TO TRAILING TRUE UNION UNIQUE USER USING VARIADIC VERBOSE WHEN
+WHERE WINDOW WITH
+BEGIN BY DECLARE EXECUTE FOREACH IF LOOP STRICT WHILE
+""".split())
+
+_SCALAR_SQL = {"float": "double precision", "str": "text", "bool": "boolean"}
+
+
+def _quote(text: str) -> str:
+    if "\x00" in text:
+        raise UnrepresentableValue("unsupported_value", "PostgreSQL text cannot hold a NUL character")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return "'NaN'::double precision"
+    if math.isinf(value):
+        return f"'{'' if value > 0 else '-'}Infinity'::double precision"
+    return f"{value!r}::double precision"
+
+
+def _dollar_quote(body: str) -> str:
+    tag = "plb"
+    while f"${tag}$" in body:
+        tag += "_"
+    return f"${tag}$\n{body}\n${tag}$"
+
+
+class PostgresDialect(Dialect):
+    name = "postgres"
+    display_name = "PostgreSQL"
+    max_identifier_bytes = 63
+    reserved = POSTGRES_RESERVED
+    output_mechanism = "RAISE NOTICE"
+
+    # ---- types -----------------------------------------------------------
+    def int_type(self, values_fit_bigint: bool) -> str:
+        return "bigint" if values_fit_bigint else "numeric"
+
+    def _token(self, t: PyType, env: TypeEnv) -> str:
+        return shape_token(t, "i8" if env.int_sql == "bigint" else "num")
+
+    def sql_type(self, t: PyType, env: TypeEnv, top: bool = True) -> str:
+        kind = t.kind
+        if kind == "int":
+            return env.int_sql
+        if kind in _SCALAR_SQL:
+            return _SCALAR_SQL[kind]
+        if kind in ("list", "tuple_seq", "set"):
+            return self._element_type(t.elem, env) + "[]"
+        if kind == "dict":
+            return self._composite(f"kv_{self._token(t.args[0], env)}_{self._token(t.args[1], env)}",
+                                   [("k", t.args[0]), ("v", t.args[1])], env) + "[]"
+        if kind == "record":
+            return self._composite(self._token(t, env), [(f"f{i + 1}", a) for i, a in enumerate(t.args)], env)
+        if kind == "variant":
+            fields = [("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
+            return self._composite(self._token(t, env), fields, env)
+        raise UnrepresentableValue("unsupported_type", f"no PostgreSQL type for {t.describe()}")
+
+    def _element_type(self, elem: PyType, env: TypeEnv) -> str:
+        if elem.is_collection:  # arrays of arrays go through a wrapper composite
+            return self._composite(self._token(elem, env), [("items", elem)], env)
+        return self.sql_type(elem, env, top=False)
+
+    def _composite(self, token: str, fields: list[tuple[str, PyType]], env: TypeEnv) -> str:
+        name = self.type_identifier(token)
+        if name not in env.types:
+            columns = ", ".join(f"{f} {self.sql_type(t, env, top=False)}" for f, t in fields)
+            env.types[name] = f"CREATE TYPE {name} AS ({columns});"
+        return name
+
+    # ---- literals ----------------------------------------------------------
+    def literal(self, value: Any, t: PyType, env: TypeEnv, top: bool = True) -> str:
+        if value is None:
+            return f"NULL::{self.sql_type(t, env)}"
+        kind = t.kind
+        if kind == "int":
+            return str(value) if env.int_sql == "bigint" else f"{value}::numeric"
+        if kind == "float":
+            return _float(float(value))
+        if kind == "str":
+            return _quote(value)
+        if kind == "bool":
+            return "TRUE" if value else "FALSE"
+        if kind in ("list", "tuple_seq", "set"):
+            items = sort_unordered(value) if kind == "set" else list(value)
+            return self._array([self._element_literal(v, t.elem, env) for v in items], self.sql_type(t, env))
+        if kind == "dict":
+            kv = self.sql_type(t, env)[:-2]
+            pairs = [f"ROW({self.literal(k, t.args[0], env)}, {self.literal(v, t.args[1], env)})::{kv}"
+                     for k, v in sort_unordered(value)]
+            return self._array(pairs, kv + "[]")
+        if kind == "record":
+            fields = ", ".join(self.literal(v, a, env) for v, a in zip(value, t.args))
+            return f"ROW({fields})::{self.sql_type(t, env)}"
+        if kind == "variant":
+            member = variant_member(value, t)
+            fields = [self.literal(member.kind, PyType("str"), env)] + [
+                self.literal(value if m == member else None, m, env) for m in t.args]
+            return f"ROW({', '.join(fields)})::{self.sql_type(t, env)}"
+        raise UnrepresentableValue("unsupported_type", f"no PostgreSQL literal for {t.describe()}")
+
+    def _element_literal(self, value: Any, elem: PyType, env: TypeEnv) -> str:
+        if elem.is_collection:
+            wrapper = self._element_type(elem, env)
+            return f"NULL::{wrapper}" if value is None else f"ROW({self.literal(value, elem, env)})::{wrapper}"
+        return self.literal(value, elem, env, top=False)
+
+    @staticmethod
+    def _array(items: list[str], sql_type: str) -> str:
+        return f"ARRAY[{', '.join(items)}]::{sql_type}"
+
+    # ---- equality ------------------------------------------------------------
+    def eq(self, t: PyType, a: str, b: str, env: TypeEnv) -> str:
+        """A boolean expression that is TRUE only when a equals b under the task's rules."""
+        if not needs_tolerance(t) and not needs_unordered(t):
+            return f"({a} IS NOT DISTINCT FROM {b})"
+        if t.kind == "float":
+            self._helper("f8", "a double precision, b double precision", _FLOAT_EQ.format(
+                atol=repr(env.atol), rtol=repr(env.rtol)), env)
+            return f"pg_temp.plb_eq_f8({a}, {b})"
+        token = ("set_" if t.kind == "set" else "") + self._token(t, env)
+        sql = self.sql_type(t, env)
+        self._helper(token, f"a {sql}, b {sql}", self._helper_body(t, env), env)
+        return f"pg_temp.plb_eq_{token}({a}, {b})"
+
+    def _helper(self, token: str, params: str, body: str, env: TypeEnv) -> None:
+        name = f"pg_temp.plb_eq_{token}"
+        if name not in env.helpers:
+            env.helpers[name] = (f"CREATE FUNCTION {name}({params}) RETURNS boolean LANGUAGE plpgsql AS "
+                                 f"{_dollar_quote(body)};")
+
+    def _helper_body(self, t: PyType, env: TypeEnv) -> str:
+        null_check = "  IF a IS NULL OR b IS NULL THEN RETURN a IS NULL AND b IS NULL; END IF;\n"
+        if t.kind == "record" or t.kind == "variant":
+            names = ([("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
+                     if t.kind == "variant" else [(f"f{i + 1}", x) for i, x in enumerate(t.args)])
+            checks = " AND ".join(f"coalesce({self.eq(x, f'(a).{f}', f'(b).{f}', env)}, false)" for f, x in names)
+            return f"BEGIN\n{null_check}  RETURN {checks};\nEND;"
+        elem = t.elem if t.kind != "dict" else None
+        ai, bj = "a[array_lower(a, 1) + i]", "b[array_lower(b, 1) + j]"
+        head = (f"DECLARE i integer; j integer; found boolean;\nBEGIN\n{null_check}"
+                "  IF cardinality(a) <> cardinality(b) THEN RETURN false; END IF;\n")
+        if t.kind in ("list", "tuple_seq"):
+            cond = self.eq(elem, self._unwrap(ai, elem), self._unwrap(ai.replace("a[", "b[").replace("(a", "(b"), elem),
+                           env)
+            return (head + "  FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
+                    f"    IF NOT coalesce({cond}, false) THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;")
+        if t.kind == "set":
+            match = self.eq(elem, self._unwrap(bj, elem), self._unwrap("a[array_lower(a, 1) + i]", elem), env)
+        else:  # dict: keys exact, values under the task's rules
+            match = (f"(({bj}).k IS NOT DISTINCT FROM (a[array_lower(a, 1) + i]).k) AND "
+                     + self.eq(t.args[1], f"({bj}).v", "(a[array_lower(a, 1) + i]).v", env))
+        # b is the expected value (distinct elements / keys): equal sizes and every
+        # expected element found in the actual one means a is a permutation of b.
+        return (head + "  FOR i IN 0 .. cardinality(a) - 1 LOOP\n    found := false;\n"
+                "    FOR j IN 0 .. cardinality(b) - 1 LOOP\n"
+                f"      IF coalesce({match}, false) THEN found := true; EXIT; END IF;\n    END LOOP;\n"
+                "    IF NOT found THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;")
+
+    @staticmethod
+    def _unwrap(expr: str, elem: PyType) -> str:
+        return f"({expr}).items" if elem.is_collection else expr
+
+    # ---- program units and harness ---------------------------------------------
+    def create_function(self, unit: Unit, replace: bool = False) -> str:
+        params = ", ".join(f"{n} {t}" for n, t in unit.params)
+        decl = f"DECLARE\n{unit.declarations}\n" if unit.declarations else ""
+        body = f"{decl}BEGIN\n{unit.body}\nEND;"
+        verb = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
+        return f"{verb} {unit.name}({params})\nRETURNS {unit.returns}\nLANGUAGE plpgsql\nAS {_dollar_quote(body)};"
+
+    def scaffold_body(self) -> str:
+        return "  -- Write the function body here."
+
+    def local_var(self, t: PyType, env: TypeEnv) -> str:
+        return self.sql_type(t, env)
+
+    def emit_line(self, text_expr: str) -> str:
+        return f"RAISE NOTICE '%', {text_expr};"
+
+    def concat(self, *parts: str) -> str:
+        return " || ".join(parts)
+
+    def error_text(self) -> str:
+        return "SQLSTATE || ': ' || SQLERRM"
+
+    def raise_no_match(self) -> str:
+        return "RAISE EXCEPTION 'plbench replay: no test case matches these arguments';"
+
+    def args_match(self, params: list[tuple[str, PyType]], literals: list[str], env: TypeEnv) -> str:
+        """Exact match of the arguments with one case's literals (record equality is exact and deep)."""
+        names = ", ".join(n for n, _ in params)
+        return f"ROW({names}) IS NOT DISTINCT FROM ROW({', '.join(literals)})"
+
+    def anonymous_block(self, declarations: str, body: str) -> str:
+        return _dollar_quote_block(declarations, body)
+
+    def harness_prelude(self, env: TypeEnv) -> list[str]:
+        return list(env.helpers.values())
+
+    def nested_helpers(self, env: TypeEnv) -> str:
+        return ""
+
+    def statement_separator(self) -> str:
+        return "\n"
+
+
+_FLOAT_EQ = """BEGIN
+  IF a IS NULL OR b IS NULL THEN RETURN a IS NULL AND b IS NULL; END IF;
+  IF a = b THEN RETURN true; END IF;
+  RETURN abs(a - b) <= {atol} + {rtol} * abs(b);
+END;"""
+
+
+def _dollar_quote_block(declarations: str, body: str) -> str:
+    decl = f"DECLARE\n{declarations}\n" if declarations else ""
+    return f"DO {_dollar_quote(f'{decl}BEGIN{chr(10)}{body}{chr(10)}END;')};"

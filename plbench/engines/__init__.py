@@ -1,0 +1,1 @@
+"""Database engines: one interface (`Engine`), one implementation per target."""

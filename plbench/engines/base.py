@@ -1,0 +1,53 @@
+"""The engine interface every target database implements.
+
+An engine hands out isolated sessions. Inside a session, each `execute` runs one
+statement (DDL, a program unit, or an anonymous block) under a statement timeout
+and returns the output lines the statement produced (PostgreSQL notices,
+Oracle DBMS_OUTPUT) and a structured diagnostic when it failed. A failed
+statement does not poison the session, and nothing a session did survives it,
+so a bad candidate cannot disturb the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A database error: `code` is a SQLSTATE (PostgreSQL) or ORA-/PLS- code (Oracle)."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    lines: list[str] = field(default_factory=list)
+    error: Diagnostic | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine is not configured or cannot be reached; carries the reason."""
+
+
+class Session(Protocol):
+    def execute(self, statement: str) -> ExecResult: ...
+
+
+class Engine(Protocol):
+    dialect: str
+
+    def version(self) -> str: ...
+
+    def session(self) -> contextlib.AbstractContextManager[Session]: ...
+
+    def close(self) -> None: ...
+

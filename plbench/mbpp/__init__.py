@@ -1,0 +1,1 @@
+"""MBPP / MBPP+ → PL/SQL conversion: test extraction, typing, task artifacts."""

@@ -1,0 +1,280 @@
+"""The type model of benchmark values, and inference of one signature per task.
+
+A `PyType` is a small immutable tree. Inference walks every test value of a
+task and unifies the types it finds; a task whose values cannot be unified is
+rejected with a specific reason code (`TypingError.reason_code`).
+
+Unification rules (each is a rule of Python equality the harness must keep):
+- int with float → float (Python: 1 == 1.0);
+- None with T → nullable T (SQL values are nullable; the record says so);
+- an empty collection (element type unknown) with a typed one → the typed one;
+- bool does not unify with int (True == 1 in Python, but a task mixing them is ambiguous);
+- tuples of one fixed length with per-position types → a record (object/composite);
+  tuples whose length varies, with one element type → a homogeneous collection;
+- scalar values of different kinds inside one collection → a tagged variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SCALARS = ("int", "float", "str", "bool")
+
+
+@dataclass(frozen=True)
+class PyType:
+    # int float str bool | none unknown tuple (inference only) | list tuple_seq set dict record variant
+    kind: str
+    args: tuple["PyType", ...] = ()
+    nullable: bool = False
+
+    # ---- constructors -------------------------------------------------
+    @staticmethod
+    def scalar(kind: str) -> "PyType":
+        return PyType(kind)
+
+    @staticmethod
+    def list_of(elem: "PyType") -> "PyType":
+        return PyType("list", (elem,))
+
+    # ---- queries ------------------------------------------------------
+    @property
+    def elem(self) -> "PyType":
+        return self.args[0]
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind in SCALARS
+
+    @property
+    def is_collection(self) -> bool:
+        """Ordered or unordered sequences: emitted as a collection type / array."""
+        return self.kind in ("list", "tuple_seq", "set", "dict")
+
+    @property
+    def is_ordered(self) -> bool:
+        """Collections whose element order is part of Python equality."""
+        return self.kind in ("list", "tuple_seq")
+
+    def walk(self):
+        """This type and every type nested in it, children first."""
+        for arg in self.args:
+            yield from arg.walk()
+        yield self
+
+    def with_nullable(self, nullable: bool = True) -> "PyType":
+        return PyType(self.kind, self.args, nullable)
+
+    def describe(self) -> str:
+        """Python-style spelling, e.g. list[tuple[int, str]] | None."""
+        if self.kind == "list":
+            text = f"list[{self.elem.describe()}]"
+        elif self.kind == "tuple_seq":
+            text = f"tuple[{self.elem.describe()}, ...]"
+        elif self.kind == "set":
+            text = f"set[{self.elem.describe()}]"
+        elif self.kind == "dict":
+            text = f"dict[{self.args[0].describe()}, {self.args[1].describe()}]"
+        elif self.kind == "record":
+            text = "tuple[" + ", ".join(a.describe() for a in self.args) + "]"
+        elif self.kind == "variant":
+            text = "Union[" + ", ".join(a.describe() for a in self.args) + "]"
+        else:
+            text = {"none": "None"}.get(self.kind, self.kind)
+        return f"{text} | None" if self.nullable and self.kind != "none" else text
+
+
+INT, FLOAT, STR, BOOL = (PyType(k) for k in SCALARS)
+NONE = PyType("none", nullable=True)
+UNKNOWN = PyType("unknown")
+
+
+class TypingError(ValueError):
+    def __init__(self, reason_code: str, detail: str):
+        super().__init__(detail)
+        self.reason_code = reason_code
+        self.detail = detail
+
+
+def type_of(value: Any) -> PyType:
+    """The type of one literal value, before unification across cases."""
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float):
+        return FLOAT
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, list):
+        return PyType.list_of(_unify_all([type_of(v) for v in value], "list element"))
+    if isinstance(value, (set, frozenset)):
+        return PyType("set", (_unify_all([type_of(v) for v in value], "set element"),))
+    if isinstance(value, dict):
+        keys = _unify_all([type_of(k) for k in value], "dict key")
+        return PyType("dict", (keys, _unify_all([type_of(v) for v in value.values()], "dict value")))
+    if isinstance(value, tuple):
+        return PyType("tuple", tuple(type_of(v) for v in value))
+    raise TypingError("unsupported_value_type", f"values of type {type(value).__name__} are not supported")
+
+
+def _unify_all(types: list[PyType], where: str) -> PyType:
+    result = UNKNOWN
+    for t in types:
+        result = unify(result, t, where)
+    return result
+
+
+def unify(a: PyType, b: PyType, where: str = "value") -> PyType:
+    """The least type that holds both a and b, or TypingError."""
+    if a.kind == "unknown":
+        return b
+    if b.kind == "unknown":
+        return a
+    nullable = a.nullable or b.nullable
+    if a.kind == "none":
+        return b.with_nullable()
+    if b.kind == "none":
+        return a.with_nullable()
+    core = _unify_core(a.with_nullable(False), b.with_nullable(False), where)
+    return core.with_nullable(nullable)
+
+
+def _unify_core(a: PyType, b: PyType, where: str) -> PyType:
+    if a == b:
+        return a
+    if {a.kind, b.kind} == {"int", "float"}:
+        return FLOAT
+    if a.kind == b.kind and a.kind in ("list", "set"):
+        return PyType(a.kind, (unify(a.elem, b.elem, where + " element"),))
+    if a.kind == b.kind == "dict":
+        return PyType("dict", (unify(a.args[0], b.args[0], "dict key"), unify(a.args[1], b.args[1], "dict value")))
+    if a.kind == "tuple" or b.kind == "tuple" or a.kind == "record" or b.kind == "record":
+        return _unify_tuples(a, b, where)
+    if a.kind in SCALARS + ("variant",) and b.kind in SCALARS + ("variant",):
+        return _variant(a, b, where)
+    raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
+
+
+def _unify_tuples(a: PyType, b: PyType, where: str) -> PyType:
+    """Tuples stay per-position while their lengths agree; a tuple meets a list as a list."""
+    if a.kind in ("tuple", "record") and b.kind in ("tuple", "record") and len(a.args) == len(b.args):
+        return PyType(a.kind if a.kind == b.kind else "record",
+                      tuple(unify(x, y, f"{where} position {i}") for i, (x, y) in enumerate(zip(a.args, b.args))))
+    if a.kind == "tuple" and b.kind == "tuple":
+        # Different lengths: only a homogeneous sequence can hold both.
+        return PyType("tuple_seq", (_unify_all(list(a.args) + list(b.args), where + " element"),))
+    seq_a, seq_b = _as_sequence(a), _as_sequence(b)
+    if seq_a is not None and seq_b is not None:
+        return PyType("tuple_seq", (unify(seq_a, seq_b, where + " element"),))
+    raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
+
+
+def _as_sequence(t: PyType) -> PyType | None:
+    if t.kind == "tuple_seq":
+        return t.elem
+    if t.kind == "tuple":
+        try:
+            elem = _unify_all(list(t.args), "tuple element")
+        except TypingError:
+            return None
+        # Positions of different scalar kinds make a record, not a variant sequence.
+        if any(x.kind == "variant" for x in elem.walk()) and not any(
+                x.kind == "variant" for a in t.args for x in a.walk()):
+            return None
+        return elem
+    return None
+
+
+def _variant(a: PyType, b: PyType, where: str) -> PyType:
+    members = {m for t in (a, b) for m in (t.args if t.kind == "variant" else (t,))}
+    if FLOAT in members:
+        members.discard(INT)  # int and float unify inside a variant too
+    if len(members) == 1:
+        return members.pop()
+    return PyType("variant", tuple(sorted(members, key=lambda m: SCALARS.index(m.kind))))
+
+
+def finalize(t: PyType, where: str) -> PyType:
+    """Resolve inference-only kinds into the kinds the emitters know.
+
+    A tuple whose positions share one type is a homogeneous collection
+    (tuple_seq, ordered like a list); a tuple with positions of different
+    types is a record (object / composite type). Unknown element types (only
+    empty collections were seen) become int; the caller records that.
+    """
+    if t.kind == "unknown":
+        return INT.with_nullable(t.nullable)
+    if t.kind == "none":
+        raise TypingError("untyped_none", f"{where}: only None was ever seen, the type cannot be inferred")
+    if t.kind == "tuple":
+        if not t.args:
+            return PyType("tuple_seq", (INT,), t.nullable)
+        homogeneous = _as_sequence(t)
+        if homogeneous is not None:
+            return PyType("tuple_seq", (finalize(homogeneous, where),), t.nullable)
+        return PyType("record", tuple(finalize(x, where) for x in t.args), t.nullable)
+    if t.kind == "variant" or not t.args:
+        return t
+    return PyType(t.kind, tuple(finalize(x, where) for x in t.args), t.nullable)
+
+
+def has_unknown(t: PyType) -> bool:
+    return any(x.kind == "unknown" for x in t.walk())
+
+
+@dataclass(frozen=True)
+class Signature:
+    params: tuple[tuple[str, PyType], ...]  # Python parameter names, in order
+    returns: PyType
+
+    def all_types(self) -> list[PyType]:
+        return [t for _, t in self.params] + [self.returns]
+
+
+def infer_signature(param_names: list[str], cases: list[tuple[tuple, Any]]) -> Signature:
+    """One signature consistent with every (args, expected) case."""
+    if not cases:
+        raise TypingError("no_test_cases", "the task has no usable test case")
+    arity = {len(args) for args, _ in cases}
+    if len(arity) != 1:
+        raise TypingError("inconsistent_arity", f"calls use {sorted(arity)} arguments")
+    (n,) = arity
+    if len(param_names) != n:
+        raise TypingError("inconsistent_arity", f"{n} arguments passed but {len(param_names)} parameters named")
+    param_types = [_unify_all([type_of(args[i]) for args, _ in cases], f"parameter {param_names[i]}")
+                   for i in range(n)]
+    return_type = _unify_all([type_of(expected) for _, expected in cases], "return value")
+    if return_type.kind == "none":
+        raise TypingError("returns_none", "every case expects None: nothing observable to test")
+    return Signature(
+        tuple((name, finalize(t, f"parameter {name}")) for name, t in zip(param_names, param_types)),
+        finalize(return_type, "return value"),
+    )
+
+
+def conforms(value: Any, t: PyType) -> bool:
+    """Whether a value can be represented by type t (used to keep or drop extra cases)."""
+    if value is None:
+        return t.nullable or t.kind == "variant"
+    kind = t.kind
+    if kind == "variant":
+        return any(conforms(value, m) for m in t.args)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind in ("int", "bool", "str"):
+        return type(value) is {"int": int, "bool": bool, "str": str}[kind]
+    if kind in ("list", "tuple_seq"):
+        return isinstance(value, list if kind == "list" else tuple) and all(conforms(v, t.elem) for v in value)
+    if kind == "set":
+        return isinstance(value, (set, frozenset)) and all(conforms(v, t.elem) for v in value)
+    if kind == "dict":
+        return isinstance(value, dict) and all(conforms(k, t.args[0]) and conforms(v, t.args[1])
+                                               for k, v in value.items())
+    if kind == "record":
+        return isinstance(value, tuple) and len(value) == len(t.args) and all(
+            conforms(v, a) for v, a in zip(value, t.args))
+    return False

@@ -1,0 +1,232 @@
+"""Run untrusted Python reference solutions on argument tuples in a limited child process.
+
+`run_reference` starts `plbench/_sandbox_child.py` in a fresh interpreter with a scrubbed
+environment, a temporary working directory and its own process group, sends it the code
+and the cases (tagged JSON from `plbench.values`) on stdin, and streams one result line per
+case back over a private pipe. Nothing the solution does raises into the caller: problems
+come back as statuses.
+
+The child's guards (resource limits, patched fork/exec/socket/open functions, an empty
+network namespace when permitted) are best effort against accidents and sloppy reference
+code, not a security boundary against hostile code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from plbench import values
+
+_CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
+_VALUES_MODULE = Path(values.__file__)
+# Equivalent to -I (no user site, no script dir on sys.path, no .pyc writes) except that
+# PYTHON* variables are honoured: the environment is built from scratch below, and
+# PYTHONHASHSEED=0 keeps set/dict-of-str iteration order, hence expected outputs, reproducible.
+_CHILD_FLAGS = ("-s", "-P", "-B")
+_STDERR_TAIL = 2000
+_JOIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    cpu_seconds: int = 10  # RLIMIT_CPU for the whole child
+    memory_bytes: int = 1 << 30  # RLIMIT_AS
+    wall_seconds: float = 30.0  # whole child, killed (process group) after this
+    case_seconds: float = 5.0  # per case, via signal.setitimer in the child
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    status: str  # "ok" | "error" | "timeout" | "unsupported_output"
+    value: Any = None  # the decoded Python return value when status == "ok"
+    detail: str = ""  # exception type and message, or why
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    # "ok" (the child ran to the end; see per-case outcomes) | "timeout" | "crashed" | "compile_error"
+    status: str
+    cases: list[CaseOutcome]  # one per input case when status == "ok", else empty
+    detail: str = ""
+    mutated_inputs: list[int] = ()  # indexes of cases whose arguments the solution mutated
+
+
+class _Transcript:
+    """What the parent read back from one child."""
+
+    def __init__(self) -> None:
+        self.cases: list[CaseOutcome] = []
+        self.mutated: list[int] = []
+        self.compile_error: str | None = None
+        self.fatal: str | None = None
+        self.done = False
+        self.stderr_tail = b""
+
+    def add(self, line: bytes) -> None:
+        message = json.loads(line)
+        kind = message["kind"]
+        if kind == "case":
+            self.cases.append(
+                CaseOutcome(message["status"], values.decode(message["value"]), message["detail"])
+            )
+            if message["mutated"]:
+                self.mutated.append(message["index"])
+        elif kind == "compile_error":
+            self.compile_error = message["detail"]
+        elif kind == "fatal":
+            self.fatal = message["detail"]
+        elif kind == "done":
+            self.done = True
+
+
+def _child_env(workdir: str) -> dict[str, str]:
+    # Built from nothing so no inherited secrets or PYTHON* settings reach the solution.
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "PYTHONHASHSEED": "0",
+    }
+
+
+def _payload(code: str, entry_point: str, cases: list[tuple], limits: SandboxLimits) -> bytes:
+    body = {
+        "code": code,
+        "entry_point": entry_point,
+        "cases": [values.encode(list(case)) for case in cases],
+        "limits": {
+            "cpu_seconds": limits.cpu_seconds,
+            "memory_bytes": limits.memory_bytes,
+            "case_seconds": limits.case_seconds,
+        },
+    }
+    return json.dumps(body, allow_nan=False).encode()
+
+
+def _feed(stream, data: bytes) -> None:
+    try:
+        stream.write(data)
+        stream.close()
+    except (BrokenPipeError, OSError):  # the child died before reading everything
+        pass
+
+
+def _read_results(stream, transcript: _Transcript, errors: list[str]) -> None:
+    try:
+        for line in stream:
+            transcript.add(line)
+    except Exception as exc:  # noqa: BLE001 - a corrupted protocol is reported as a crash
+        errors.append(f"protocol error: {type(exc).__name__}: {exc}"[:500])
+        stream.read()  # keep draining so the child never blocks on a full pipe
+
+
+def _read_stderr(stream, transcript: _Transcript) -> None:
+    for chunk in iter(lambda: stream.read(1 << 16), b""):
+        transcript.stderr_tail = (transcript.stderr_tail + chunk)[-_STDERR_TAIL:]
+
+
+def _start(worker, *args) -> threading.Thread:
+    thread = threading.Thread(target=worker, args=args, daemon=True)
+    thread.start()
+    return thread
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run_child(
+    payload: bytes, limits: SandboxLimits, workdir: str
+) -> tuple[_Transcript, int | None, list[str]]:
+    """Run the child to completion or to the wall deadline; returncode None means it was killed."""
+    proc = subprocess.Popen(
+        [sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT), str(_VALUES_MODULE)],
+        cwd=workdir,
+        env=_child_env(workdir),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # own process group, so the whole tree can be killed
+        close_fds=True,
+    )
+    transcript, errors = _Transcript(), []
+    threads = [
+        _start(_feed, proc.stdin, payload),
+        _start(_read_stderr, proc.stderr, transcript),
+    ]
+    reader = _start(_read_results, proc.stdout, transcript, errors)
+    # EOF on the result pipe means the child has exited (or closed it); until it is reaped
+    # its pid still names the group, so killing the group here cannot hit a reused pid.
+    reader.join(limits.wall_seconds)
+    timed_out = reader.is_alive()
+    _kill_group(proc.pid)
+    returncode = proc.wait()
+    for thread in [reader, *threads]:
+        thread.join(_JOIN_SECONDS)
+    for stream in (proc.stdout, proc.stderr):
+        stream.close()
+    return transcript, None if timed_out else returncode, errors
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def _interpret(
+    transcript: _Transcript, returncode: int | None, errors: list[str], limits: SandboxLimits, case_count: int
+) -> SandboxResult:
+    if returncode is None:
+        return SandboxResult("timeout", [], f"wall clock limit of {limits.wall_seconds}s exceeded")
+    if transcript.compile_error is not None:
+        return SandboxResult("compile_error", [], transcript.compile_error)
+    if returncode == -signal.SIGXCPU:
+        return SandboxResult("timeout", [], f"CPU limit of {limits.cpu_seconds}s exceeded")
+    if returncode == 0 and transcript.done and not errors and len(transcript.cases) == case_count:
+        return SandboxResult("ok", transcript.cases, "", transcript.mutated)
+    reasons = [f"child {_describe_exit(returncode)}", f"after {len(transcript.cases)}/{case_count} cases"]
+    reasons += errors + ([f"runner failure: {transcript.fatal}"] if transcript.fatal else [])
+    stderr = transcript.stderr_tail.decode(errors="replace").strip()
+    if stderr:
+        reasons.append(f"stderr: {stderr}")
+    return SandboxResult("crashed", [], "; ".join(reasons))
+
+
+def run_reference(
+    code: str, entry_point: str, cases: list[tuple], limits: SandboxLimits = SandboxLimits()
+) -> SandboxResult:
+    """Call `entry_point(*case)` from `code` for every case in a sandboxed child process.
+
+    Raises only for caller errors (cases that `plbench.values` cannot encode) or if the
+    child cannot be started at all.
+    """
+    payload = _payload(code, entry_point, cases, limits)
+    with tempfile.TemporaryDirectory(prefix="plbench-sandbox-", ignore_cleanup_errors=True) as workdir:
+        transcript, returncode, errors = _run_child(payload, limits, workdir)
+    return _interpret(transcript, returncode, errors, limits, len(cases))
+
+
+def run_many(
+    jobs: list[tuple[str, str, list[tuple]]], limits: SandboxLimits = SandboxLimits(), workers: int = 2
+) -> list[SandboxResult]:
+    """Run several (code, entry_point, cases) jobs in parallel child processes, results in input order."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(lambda job: run_reference(*job, limits=limits), jobs))
