@@ -34,8 +34,9 @@ from typing import Any
 _DETAIL_LIMIT = 500
 _CLONE_NEWNET = 0x40000000
 _FILE_SIZE_LIMIT = 16 << 20
-# After the first alarm, keep firing so a solution that swallows the exception
-# (bare `except:` inside a loop) is interrupted again.
+# After the first alarm, keep firing so a solution that swallows the exception (bare
+# `except:`) and carries on is interrupted again. One that swallows every alarm in a loop
+# is only stopped by the CPU or wall-clock limit of the whole child.
 _ALARM_REPEAT_SECONDS = 0.1
 # os functions that change the file system, with how many leading arguments are paths.
 _PATH_FUNCTIONS = {
@@ -176,12 +177,12 @@ def _guard_writes(root: str) -> None:
 
     def guarded_open(file, mode="r", *args, **kwargs):
         if any(flag in mode for flag in "wax+") and not _inside(root, file):
-            raise SandboxDenied(f"writing {file!r} outside the sandbox directory")
+            raise SandboxDenied(f"writing {os.fsdecode(file)!r} outside the sandbox directory")
         return real_open(file, mode, *args, **kwargs)
 
     def guarded_os_open(path, flags, *args, **kwargs):
         if flags & write_flags and (kwargs.get("dir_fd") is not None or not _inside(root, path)):
-            raise SandboxDenied(f"writing {path!r} outside the sandbox directory")
+            raise SandboxDenied(f"writing {os.fsdecode(path)!r} outside the sandbox directory")
         return real_os_open(path, flags, *args, **kwargs)
 
     def guard_paths(name, fn, path_count):

@@ -22,7 +22,7 @@ from typing import Any
 from plbench.dialects import DIALECTS, Dialect, TypeEnv
 from plbench.dialects.base import Unit
 from plbench.mbpp.extract import Comparison, TestCase
-from plbench.mbpp.pytypes import PyType, Signature
+from plbench.mbpp.pytypes import Signature
 
 VERDICT = re.compile(r"^PLBENCH_CASE (\d+) (PASS|FAIL|ERROR)\b ?(.*)$")
 SUMMARY = re.compile(r"^PLBENCH_SUMMARY (\d+) OF (\d+)$")
@@ -208,7 +208,7 @@ def parse_verdicts(lines: list[str], total: int) -> BlockVerdict:
     verdicts, passed, complete = {}, 0, False
     for line in lines:
         if m := VERDICT.match(line):
-            verdicts[int(m.group(1))] = m.group(2)
+            verdicts[int(m.group(1))] = f"{m.group(2)} {m.group(3)}".strip()
         elif m := SUMMARY.match(line):
             passed, complete = int(m.group(1)), int(m.group(2)) == total
     return BlockVerdict(passed, total, verdicts, complete and len(verdicts) == total)

@@ -8,10 +8,12 @@ Unification rules (each is a rule of Python equality the harness must keep):
 - int with float → float (Python: 1 == 1.0);
 - None with T → nullable T (SQL values are nullable; the record says so);
 - an empty collection (element type unknown) with a typed one → the typed one;
-- bool does not unify with int (True == 1 in Python, but a task mixing them is ambiguous);
+- scalars of different kinds (bool and int included: True == 1 in Python, but a task that
+  mixes them means different things) → a tagged variant, wherever they meet;
 - tuples of one fixed length with per-position types → a record (object/composite);
   tuples whose length varies, with one element type → a homogeneous collection;
-- scalar values of different kinds inside one collection → a tagged variant.
+- a value that is a collection in one case and a scalar in another → rejected
+  (`inconsistent_types`): no flat SQL type holds both.
 """
 
 from __future__ import annotations
@@ -26,21 +28,21 @@ SCALARS = ("int", "float", "str", "bool")
 class PyType:
     # int float str bool | none unknown tuple (inference only) | list tuple_seq set dict record variant
     kind: str
-    args: tuple["PyType", ...] = ()
+    args: tuple[PyType, ...] = ()
     nullable: bool = False
 
     # ---- constructors -------------------------------------------------
     @staticmethod
-    def scalar(kind: str) -> "PyType":
+    def scalar(kind: str) -> PyType:
         return PyType(kind)
 
     @staticmethod
-    def list_of(elem: "PyType") -> "PyType":
+    def list_of(elem: PyType) -> PyType:
         return PyType("list", (elem,))
 
     # ---- queries ------------------------------------------------------
     @property
-    def elem(self) -> "PyType":
+    def elem(self) -> PyType:
         return self.args[0]
 
     @property
@@ -63,7 +65,7 @@ class PyType:
             yield from arg.walk()
         yield self
 
-    def with_nullable(self, nullable: bool = True) -> "PyType":
+    def with_nullable(self, nullable: bool = True) -> PyType:
         return PyType(self.kind, self.args, nullable)
 
     def describe(self) -> str:
@@ -152,8 +154,11 @@ def _unify_core(a: PyType, b: PyType, where: str) -> PyType:
         return PyType(a.kind, (unify(a.elem, b.elem, where + " element"),))
     if a.kind == b.kind == "dict":
         return PyType("dict", (unify(a.args[0], b.args[0], "dict key"), unify(a.args[1], b.args[1], "dict value")))
-    if a.kind == "tuple" or b.kind == "tuple" or a.kind == "record" or b.kind == "record":
+    if {a.kind, b.kind} & {"tuple", "tuple_seq", "record"}:
         return _unify_tuples(a, b, where)
+    if {a.kind, b.kind} == {"set", "dict"} and _is_empty_dict(a if a.kind == "dict" else b):
+        # `{}` is an empty dict in Python, but tests write it for an empty set.
+        return a if a.kind == "set" else b
     if a.kind in SCALARS + ("variant",) and b.kind in SCALARS + ("variant",):
         return _variant(a, b, where)
     raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
@@ -167,13 +172,19 @@ def _unify_tuples(a: PyType, b: PyType, where: str) -> PyType:
     if a.kind == "tuple" and b.kind == "tuple":
         # Different lengths: only a homogeneous sequence can hold both.
         return PyType("tuple_seq", (_unify_all(list(a.args) + list(b.args), where + " element"),))
-    seq_a, seq_b = _as_sequence(a), _as_sequence(b)
+    # Once one side is a sequence of mixed scalars, the other may mix them too.
+    mixed = any(t.kind == "tuple_seq" and t.elem.kind == "variant" for t in (a, b))
+    seq_a, seq_b = _as_sequence(a, mixed), _as_sequence(b, mixed)
     if seq_a is not None and seq_b is not None:
         return PyType("tuple_seq", (unify(seq_a, seq_b, where + " element"),))
     raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
 
 
-def _as_sequence(t: PyType) -> PyType | None:
+def _is_empty_dict(t: PyType) -> bool:
+    return t.kind == "dict" and all(x.kind == "unknown" for x in t.args)
+
+
+def _as_sequence(t: PyType, allow_mixed: bool = False) -> PyType | None:
     if t.kind == "tuple_seq":
         return t.elem
     if t.kind == "tuple":
@@ -182,7 +193,7 @@ def _as_sequence(t: PyType) -> PyType | None:
         except TypingError:
             return None
         # Positions of different scalar kinds make a record, not a variant sequence.
-        if any(x.kind == "variant" for x in elem.walk()) and not any(
+        if not allow_mixed and any(x.kind == "variant" for x in elem.walk()) and not any(
                 x.kind == "variant" for a in t.args for x in a.walk()):
             return None
         return elem

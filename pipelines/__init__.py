@@ -1,0 +1,1 @@
+"""The Dagster code location (assets, checks, jobs, resources) and the `plbench` CLI."""

@@ -1,0 +1,30 @@
+"""The release asset: versioned Parquet tables, manifest and dataset card."""
+
+import dagster as dg
+
+from plbench.config import BuildConfig
+from plbench.pipeline import Ingested, ReplayReport, StageOutput
+from plbench.release import assemble_release
+
+GROUP = "release"
+
+
+@dg.asset(group_name=GROUP, kinds={"parquet"},
+          ins={"mbpp_raw": dg.AssetIn(), "mbpp_plus_raw": dg.AssetIn(), "mbpp_test_cases": dg.AssetIn(),
+               "mbpp_signatures": dg.AssetIn(), "mbpp_tasks": dg.AssetIn(),
+               "replay_postgres": dg.AssetIn(key=["replay_validation", "postgres"]),
+               "replay_oracle": dg.AssetIn(key=["replay_validation", "oracle"])},
+          description="releases/<version>/: tasks, rejections and types as Parquet, manifest.json, README.md.")
+def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
+            mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
+            mbpp_signatures: StageOutput, mbpp_tasks: StageOutput,
+            replay_postgres: ReplayReport, replay_oracle: ReplayReport) -> str:
+    ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
+    path, manifest = assemble_release(
+        build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_signatures.items,
+        mbpp_tasks.items, {"postgres": replay_postgres, "oracle": replay_oracle})
+    context.add_output_metadata({
+        "path": str(path), "version": manifest["version"],
+        "subsets": dg.MetadataValue.json(manifest["subsets"]),
+        "validation": dg.MetadataValue.json(manifest["validation"])})
+    return str(path)

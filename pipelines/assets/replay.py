@@ -1,0 +1,55 @@
+"""Replay validation assets, one per dialect (`replay_validation/postgres`, `replay_validation/oracle`).
+
+One asset per dialect rather than one asset with dialect partitions: the release
+needs both in the same run, and an in-process run cannot mix partitioned and
+unpartitioned assets. Selecting `replay_validation/postgres` reruns one dialect
+alone, reusing the stored upstream stages.
+"""
+
+
+from collections import Counter
+
+import dagster as dg
+
+from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.pipeline import ReplayReport, StageOutput, replay_stage
+
+GROUP = "validation"
+
+
+def _replay_asset(dialect: str):
+    @dg.asset(key=["replay_validation", dialect], group_name=GROUP, kinds={dialect},
+              ins={"mbpp_signatures": dg.AssetIn(), "mbpp_tasks": dg.AssetIn()},
+              description=f"Replay and mutation checks of every task's {dialect} test block on a real server.")
+    def replay(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
+               mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) -> ReplayReport:
+        report = replay_stage(build, mbpp_signatures, mbpp_tasks, dialect)
+        meta = {"ran": report.ran, "seconds": round(report.seconds, 2)}
+        if report.ran:
+            meta.update({"engine": report.engine,
+                         "statuses": dg.MetadataValue.json(dict(Counter(r.status for r in report.results))),
+                         "mutants": dg.MetadataValue.json(report.mutant_counts())})
+        else:
+            meta["reason"] = report.reason
+        context.add_output_metadata(meta)
+        return report
+
+    return replay
+
+
+def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=replay_asset, name="retention_floor", blocking=True,
+                    description="Share of typed tasks that pass replay stays above the configured floor.")
+    def check(build: dg.ResourceParam[BuildConfig], report: ReplayReport) -> dg.AssetCheckResult:
+        if not report.ran:
+            return dg.AssetCheckResult(passed=True, metadata={"not_run": report.reason})
+        passed = sum(r.status == "passed" for r in report.results)
+        rate = passed / len(report.results) if report.results else 0.0
+        return dg.AssetCheckResult(passed=rate >= build.min_retention,
+                                   metadata={"retention": rate, "floor": build.min_retention, "passed": passed})
+
+    return check
+
+
+replay_assets = {d: _replay_asset(d) for d in DIALECT_NAMES}
+replay_checks = [_retention_check(d, a) for d, a in replay_assets.items()]

@@ -1,0 +1,132 @@
+"""`plbench`: rebuild a release, rerun one stage, or open the Dagster UI on the same storage.
+
+Every command runs the asset graph of `pipelines/definitions.py` in-process against
+the Dagster instance in `.dagster/` (DAGSTER_HOME), so a stage rerun from the CLI
+reuses the upstream values stored by an earlier build, and `plbench dev` shows the
+same runs in the UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig, project_root
+
+STAGES = {
+    "test_cases": [["mbpp_test_cases"]],
+    "signatures": [["mbpp_signatures"]],
+    "tasks": [["mbpp_tasks"], ["plsql_types"]],
+    "replay": [["replay_validation", "{dialect}"]],
+}
+
+
+def dagster_home() -> Path:
+    """`.dagster/` under the project, holding a copy of the project's dagster.yaml."""
+    home = Path(os.environ.get("DAGSTER_HOME") or project_root() / ".dagster")
+    home.mkdir(parents=True, exist_ok=True)
+    settings = project_root() / "dagster.yaml"
+    if settings.exists() and not (home / "dagster.yaml").exists():
+        shutil.copyfile(settings, home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def _subsets(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = sorted(set(names) - set(SUBSETS))
+    if unknown:
+        raise SystemExit(f"plbench: unknown subset(s) {unknown}; known: {', '.join(SUBSETS)}")
+    return names
+
+
+def _config(args: argparse.Namespace) -> BuildConfig:
+    return BuildConfig.from_env(subsets=_subsets(args.subsets), version=args.version,
+                                out_dir=Path(args.out).resolve() if getattr(args, "out", None) else None)
+
+
+def _run(config: BuildConfig, selection: list[list[str]] | None) -> int:
+    import dagster as dg
+
+    from pipelines.definitions import REBUILD_JOB, build_definitions
+
+    dagster_home()
+    job = build_definitions(config).resolve_job_def(REBUILD_JOB)
+    keys = [dg.AssetKey(k) for k in selection] if selection else None
+    with dg.DagsterInstance.get() as instance:
+        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False)
+    if not result.success:
+        for event in result.all_events:
+            if event.is_failure and event.step_failure_data:
+                print(f"plbench: step {event.step_key} failed: {event.step_failure_data.error.message.strip()}",
+                      file=sys.stderr)
+        failed_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
+        for check in failed_checks:
+            print(f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
+                  f"{json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)}", file=sys.stderr)
+        return 1
+    for event in result.get_asset_materialization_events():
+        meta = event.materialization.metadata
+        if "path" in meta:
+            print(f"release written to {meta['path'].value}")
+            print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    return _run(_config(args), None)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    dialects = [args.dialect] if args.dialect else list(DIALECT_NAMES)
+    keys = [[part.format(dialect=d) for part in key] for key in STAGES[args.stage] for d in dialects]
+    selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
+    if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
+        selection.append(["release"])
+    return _run(_config(args), selection)
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    dagster_home()
+    os.chdir(project_root())
+    os.execvp("dagster", ["dagster", "dev", "-m", "pipelines.definitions", *args.dagster_args])
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="plbench", description=__doc__.split("\n\n")[0], epilog=(
+        "Environment: PLBENCH_RAW_DIR (local mirror of the raw sources; unset: download and verify), "
+        "PLBENCH_PG_DSN (PostgreSQL to use; unset: a private server under .cache/pgserver), "
+        "PLBENCH_ORACLE_DSN (user/password@host:port/service; unset: Oracle validation is recorded as not_run), "
+        "DAGSTER_HOME (default: .dagster/)."))
+    sub = p.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="rebuild a release from raw sources (every stage)")
+    build.add_argument("--subsets", help=f"comma-separated subsets to build (default: {','.join(SUBSETS)})")
+    build.add_argument("--version", help="release version (default: <builder version>-<build id>)")
+    build.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
+    build.set_defaults(func=cmd_build)
+    validate = sub.add_parser("validate", help="rerun one stage, reusing the stored results of the stages above it")
+    validate.add_argument("--stage", required=True, choices=sorted(STAGES))
+    validate.add_argument("--dialect", choices=DIALECT_NAMES, help="only this dialect (stages that have one)")
+    validate.add_argument("--subsets", help="comma-separated subsets (as for build)")
+    validate.add_argument("--version", help="also write a release with this new version from the rerun results")
+    validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
+    validate.set_defaults(func=cmd_validate)
+    dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
+    dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed on to `dagster dev`")
+    dev.set_defaults(func=cmd_dev)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""The one Definitions object of the plbench code location (what `dagster dev` loads)."""
+
+import dagster as dg
+
+from pipelines.assets import mbpp, release, replay
+from plbench.config import BuildConfig, project_root
+
+REBUILD_JOB = "rebuild_release"
+
+
+def build_definitions(config: BuildConfig) -> dg.Definitions:
+    assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
+              mbpp.plsql_types, *replay.replay_assets.values(), release.release]
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks],
+        jobs=[dg.define_asset_job(REBUILD_JOB, selection=dg.AssetSelection.all(),
+                                  description="Rebuild the release from raw sources, every stage.")],
+        resources={
+            "build": config,
+            "io_manager": dg.FilesystemIOManager(base_dir=str(project_root() / ".dagster" / "storage")),
+        },
+    )
+
+
+defs = build_definitions(BuildConfig.from_env())

@@ -1,0 +1,60 @@
+"""Build configuration: one typed object, read from the environment and the CLI once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from plbench.sandbox import SandboxLimits
+
+SUBSETS = ("mbpp", "mbpp_plus")
+DIALECT_NAMES = ("oracle", "postgres")
+
+
+def project_root() -> Path:
+    """The checkout's root (where pyproject.toml is); caches and releases live below it."""
+    here = Path(__file__).resolve().parent.parent
+    return here if (here / "pyproject.toml").exists() else Path.cwd()
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    raw_dir: Path | None = None  # a local mirror of the raw sources; None downloads them
+    cache_dir: Path = field(default_factory=lambda: project_root() / ".cache")
+    out_dir: Path = field(default_factory=lambda: project_root() / "releases")
+    version: str | None = None  # None: derived from the builder version and the build id
+    subsets: tuple[str, ...] = SUBSETS
+    pg_dsn: str | None = None  # None: start a private PostgreSQL server under cache_dir
+    oracle_dsn: str | None = None  # None: Oracle validation is recorded as not_run
+    statement_timeout_s: float = 60.0
+    oracle_connect_timeout_s: float = 10.0
+    workers: int = 2
+    min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
+    sandbox: SandboxLimits = field(default_factory=SandboxLimits)
+
+    @classmethod
+    def from_env(cls, **overrides) -> BuildConfig:
+        env = os.environ
+        values = {
+            "raw_dir": Path(env["PLBENCH_RAW_DIR"]).resolve() if env.get("PLBENCH_RAW_DIR") else None,
+            "pg_dsn": env.get("PLBENCH_PG_DSN") or None,
+            "oracle_dsn": env.get("PLBENCH_ORACLE_DSN") or None,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_(self, **changes) -> BuildConfig:
+        return replace(self, **changes)
+
+    @property
+    def pg_data_dir(self) -> Path:
+        return self.cache_dir / "pgserver"
+
+    @property
+    def download_dir(self) -> Path:
+        return self.cache_dir / "raw"
+
+    def fingerprint(self) -> dict:
+        """The settings that change the content of a release (part of the build id)."""
+        return {"subsets": sorted(self.subsets), "min_retention": self.min_retention}

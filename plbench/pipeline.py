@@ -1,0 +1,222 @@
+"""The build stages as plain functions: raw files → typed tasks → artifacts → release rows.
+
+Each stage takes the previous stage's value and returns its own plus the
+rejections it made. Dagster assets (pipelines/assets) and the tests call these
+functions; nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from plbench.config import BuildConfig
+from plbench.dialects import DIALECTS
+from plbench.dialects.base import UnrepresentableValue
+from plbench.engines.base import Engine
+from plbench.mbpp.artifacts import TaskEmitter, TypedTask
+from plbench.mbpp.cases import cases_from_sandbox, extract_mbpp, plan_mbpp_plus
+from plbench.mbpp.extract import ExtractedTask, ExtractionError
+from plbench.mbpp.pytypes import TypingError
+from plbench.mbpp.typing_stage import type_task
+from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
+from plbench.records import RawProblem, Rejection
+from plbench.sandbox import run_many
+from plbench.validation.replay import ReplayResult, validate_all
+
+
+@dataclass
+class StageOutput:
+    """What a stage hands on, plus what it rejected and a few numbers for the reader."""
+
+    items: list
+    rejections: list[Rejection] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def rejected_by_reason(self, level: str = "task") -> dict[str, int]:
+        return dict(sorted(Counter(r.reason_code for r in self.rejections if r.level == level).items()))
+
+
+@dataclass(frozen=True)
+class Ingested:
+    subset: str
+    problems: list[RawProblem]
+    rejections: list[Rejection]
+    inputs: dict[str, str]  # relative raw path -> sha256
+
+    @property
+    def input_count(self) -> int:
+        return len(self.problems) + sum(1 for r in self.rejections if r.level == "task")
+
+
+def ingest(config: BuildConfig, subset: str) -> Ingested:
+    """Resolve (mirror or download, always checksum-verified) and read one subset's raw files."""
+    sources = {s.relative_path: s for s in CATALOG[subset]}
+    paths = {rel: resolve(s, config.raw_dir, config.download_dir) for rel, s in sources.items()}
+    if subset == "mbpp":
+        main, sanitized = "mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"
+        problems, rejections = read_mbpp(paths[main], main, paths.get(sanitized))
+    else:
+        (main,) = paths
+        problems, rejections = read_mbpp_plus(paths[main], main)
+    return Ingested(subset, problems, rejections, {rel: s.sha256 for rel, s in sorted(sources.items())})
+
+
+def _task_rejection(problem: RawProblem, stage: str, exc: ExtractionError | TypingError) -> Rejection:
+    return Rejection(problem.subset, problem.source_id, stage, exc.reason_code, exc.detail)
+
+
+def extract_test_cases(ingested: list[Ingested], config: BuildConfig) -> StageOutput:
+    """MBPP asserts → cases; MBPP+ inputs → cases with outputs from the sandboxed reference."""
+    start = time.perf_counter()
+    out = StageOutput([])
+    plans = []
+    for subset in ingested:
+        for problem in subset.problems:
+            try:
+                if problem.subset == "mbpp":
+                    task, dropped = extract_mbpp(problem)
+                    out.items.append(task)
+                    out.rejections.extend(dropped)
+                else:
+                    plans.append(plan_mbpp_plus(problem))
+            except ExtractionError as exc:
+                out.rejections.append(_task_rejection(problem, "test_extraction", exc))
+    jobs = [(p.problem.reference_code, p.entry_point, [args for _, args in p.inputs]) for p in plans]
+    for plan, result in zip(plans, run_many(jobs, config.sandbox, workers=config.workers)):
+        try:
+            task, dropped = cases_from_sandbox(plan, result)
+            out.items.append(task)
+            out.rejections.extend(dropped)
+        except ExtractionError as exc:
+            out.rejections.append(_task_rejection(plan.problem, "test_extraction", exc))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def infer_signatures(extracted: StageOutput, ingested: list[Ingested]) -> StageOutput:
+    start = time.perf_counter()
+    texts = {(p.subset, p.source_id): p.text for subset in ingested for p in subset.problems}
+    out = StageOutput([])
+    task: ExtractedTask
+    for task in extracted.items:
+        try:
+            typed, dropped = type_task(task, texts[(task.subset, task.source_id)])
+            out.items.append(typed)
+            out.rejections.extend(dropped)
+        except TypingError as exc:
+            out.rejections.append(Rejection(task.subset, task.source_id, "signature_inference",
+                                            exc.reason_code, exc.detail))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+@dataclass(frozen=True)
+class TaskArtifacts:
+    """The emitted text of one task in one dialect."""
+
+    task_id: str
+    subset: str
+    source_id: str
+    dialect: str
+    prompt: str
+    signature: str
+    setup_sql: str
+    scaffold: str
+    test_block: str
+    test_cases: str
+    types: tuple[tuple[str, str], ...]  # (type name, DDL) in creation order
+    renamed: tuple[tuple[str, str], ...]
+
+
+def emit_artifacts(task: TypedTask, dialect: str) -> TaskArtifacts:
+    em = TaskEmitter(task, dialect)
+    test_block = em.script(em.test_block_statements())
+    return TaskArtifacts(
+        task.task_id, task.subset, task.source_id, dialect, em.prompt(), em.signature_json(),
+        em.script(em.setup_statements()) if em.env.types else "", em.scaffold(), test_block,
+        em.test_cases_json(), tuple(em.env.types.items()), tuple(sorted(em.renamed.items())))
+
+
+def build_tasks(typed: StageOutput) -> StageOutput:
+    """Artifacts for every task and dialect; a value a dialect cannot encode rejects that dialect only."""
+    start = time.perf_counter()
+    out = StageOutput([])
+    for task in typed.items:
+        for dialect in sorted(DIALECTS):
+            try:
+                out.items.append(emit_artifacts(task, dialect))
+            except UnrepresentableValue as exc:
+                out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
+                                                exc.detail, dialect=dialect))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def collect_types(artifacts: list[TaskArtifacts]) -> list[dict]:
+    """Every named type, once per dialect and name, with how many tasks use it."""
+    usage: dict[tuple[str, str], dict] = {}
+    for art in artifacts:
+        for name, ddl in art.types:
+            row = usage.setdefault((art.dialect, name), {"dialect": art.dialect, "name": name, "ddl": ddl,
+                                                         "tasks": 0})
+            if row["ddl"] != ddl:
+                raise AssertionError(f"type {name} has two definitions in {art.dialect}")
+            row["tasks"] += 1
+    return [usage[k] for k in sorted(usage)]
+
+
+@dataclass
+class ReplayReport:
+    """Replay validation of one dialect: whether it ran, where, and the per-task results."""
+
+    dialect: str
+    ran: bool
+    reason: str = ""  # why it did not run
+    engine: str = ""  # e.g. "PostgreSQL 16.2"
+    results: list[ReplayResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def counts(self) -> dict:
+        if not self.ran:
+            return {"ran": False, "reason": self.reason}
+        statuses = Counter(r.status for r in self.results)
+        return {"ran": True, "engine": self.engine, "passed": statuses["passed"],
+                "failed": len(self.results) - statuses["passed"]}
+
+    def mutant_counts(self) -> dict:
+        total = sum(r.mutants_total for r in self.results)
+        killed = sum(r.mutants_killed for r in self.results)
+        return {"total": total, "killed": killed, "kill_rate": round(killed / total, 6) if total else None}
+
+
+def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
+    """The dialect's engine, or the reason it is not configured (a configured engine that fails raises)."""
+    if dialect == "postgres":
+        from plbench.engines.postgres import PostgresEngine
+
+        return PostgresEngine.start(config.pg_dsn, data_dir=config.pg_data_dir,
+                                    statement_timeout_s=config.statement_timeout_s)
+    if not config.oracle_dsn:
+        return "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+    from plbench.engines.oracle import OracleEngine
+
+    return OracleEngine.connect(config.oracle_dsn, connect_timeout_s=config.oracle_connect_timeout_s,
+                                statement_timeout_s=config.statement_timeout_s)
+
+
+def replay_stage(config: BuildConfig, typed: StageOutput, tasks: StageOutput, dialect: str) -> ReplayReport:
+    """Replay every task that has artifacts in this dialect, on that dialect's engine."""
+    start = time.perf_counter()
+    emitted = {a.task_id for a in tasks.items if a.dialect == dialect}
+    todo = [t for t in typed.items if t.task_id in emitted]
+    engine = open_engine(config, dialect)
+    if isinstance(engine, str):
+        return ReplayReport(dialect, ran=False, reason=engine)
+    try:
+        results = validate_all(engine, todo, workers=config.workers)
+        return ReplayReport(dialect, True, engine=engine.version(), results=results,
+                            seconds=time.perf_counter() - start)
+    finally:
+        engine.close()

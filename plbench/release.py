@@ -1,0 +1,284 @@
+"""Release assembly: task rows, rejections, manifest, dataset card, written atomically.
+
+A release folder `<out>/<version>/` holds `tasks.parquet`, `rejections.parquet`,
+`types.parquet`, `manifest.json` and `README.md`. It is written to a temporary
+sibling folder and renamed into place, so a failed build leaves nothing behind;
+an existing version is never overwritten. Parquet files carry no timestamps and
+rows are sorted, so the same inputs and configuration give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from plbench import __version__
+from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.mbpp.artifacts import TypedTask
+from plbench.pipeline import ReplayReport, collect_types
+from plbench.records import Rejection
+
+SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0"}
+LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0"}
+
+_STR_LIST = pa.list_(pa.string())
+TASK_SCHEMA = pa.schema([
+    ("task_id", pa.string()), ("subset", pa.string()), ("dialect", pa.string()),
+    ("source_dataset", pa.string()), ("source_id", pa.string()), ("database", pa.string()),
+    ("prompt", pa.string()), ("entry_point", pa.string()), ("signature", pa.string()),
+    ("setup_sql", pa.string()), ("scaffold", pa.string()), ("reference_code", pa.string()),
+    ("python_reference", pa.string()), ("test_block", pa.string()), ("test_cases", pa.string()),
+    ("comparison", pa.string()), ("difficulty", pa.string()), ("turns", pa.int32()),
+    ("plsql_constructs", _STR_LIST), ("reasoning_types", _STR_LIST), ("tables_required", _STR_LIST),
+    ("columns_required", _STR_LIST), ("replay_status", pa.string()), ("replay_engine", pa.string()),
+    ("replay_detail", pa.string()), ("mutants_total", pa.int32()), ("mutants_killed", pa.int32()),
+    ("crosscheck_status", pa.string()), ("crosscheck_detail", pa.string()), ("notes", _STR_LIST),
+    ("raw_sha256", pa.string()), ("builder_version", pa.string()), ("build_id", pa.string()),
+])
+REJECTION_SCHEMA = pa.schema([
+    ("subset", pa.string()), ("source_id", pa.string()), ("dialect", pa.string()), ("level", pa.string()),
+    ("stage", pa.string()), ("reason_code", pa.string()), ("detail", pa.string()),
+])
+TYPE_SCHEMA = pa.schema([("dialect", pa.string()), ("name", pa.string()), ("ddl", pa.string()),
+                         ("tasks", pa.int32())])
+
+
+class ReleaseExists(FileExistsError):
+    pass
+
+
+def build_id(config: BuildConfig, inputs: dict[str, str]) -> str:
+    """A content id of everything that shapes the release: builder, configuration, raw checksums."""
+    blob = json.dumps({"builder": __version__, "config": config.fingerprint(), "inputs": inputs}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def release_version(config: BuildConfig, build: str) -> str:
+    return config.version or f"{__version__}-{build[:8]}"
+
+
+def plsql_constructs(task: TypedTask) -> list[str]:
+    """The PL/SQL constructs the task's signature makes a solution use."""
+    kinds = {x.kind for t in task.signature.all_types() for x in t.walk()}
+    found = {"function"}
+    if kinds & {"list", "tuple_seq", "set", "dict"}:
+        found.add("collection_type")
+    if kinds & {"record", "dict", "variant"}:
+        found.add("object_type")
+    return sorted(found)
+
+
+def task_rows(typed: list[TypedTask], artifacts: list, replays: dict, reference_code: dict,
+              raw_sha: dict[str, str], build: str) -> tuple[list[dict], list[Rejection]]:
+    """One row per released task and dialect, and a rejection for each task a dialect does not release.
+
+    A dialect whose replay did not run (no server) releases a task only when the PostgreSQL
+    replay of the same cases passed, and its row says `not_run` with the reason.
+    """
+    by_task = {t.task_id: t for t in typed}
+    results = {d: {r.task_id: r for r in report.results} for d, report in replays.items()}
+    rows, rejections = [], []
+    for art in artifacts:
+        task, report = by_task[art.task_id], replays[art.dialect]
+        status, detail, engine, mutants = _replay_fields(art, report, results)
+        if status not in ("passed", "not_run"):
+            rejections.append(Rejection(task.subset, task.source_id, "replay_validation",
+                                        "harness_too_weak" if status == "harness_too_weak" else status,
+                                        detail, dialect=art.dialect))
+            continue
+        rows.append(_row(task, art, status, detail, engine, mutants, reference_code, raw_sha, build))
+    return sorted(rows, key=lambda r: (r["subset"], r["task_id"], r["dialect"])), rejections
+
+
+def _replay_fields(art, report, results) -> tuple[str, str, str | None, tuple[int, int] | None]:
+    if report.ran:
+        r = results[art.dialect][art.task_id]
+        return r.status, r.detail, report.engine, (r.mutants_total, r.mutants_killed)
+    pg = results.get("postgres", {}).get(art.task_id)
+    if pg is None or pg.status != "passed":
+        return "not_validated", (f"{report.reason}; and the PostgreSQL replay of the same cases did not pass"), \
+            None, None
+    return "not_run", report.reason, None, None
+
+
+def _row(task: TypedTask, art, status, detail, engine, mutants, reference_code, raw_sha, build) -> dict:
+    comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol,
+                  "unordered": task.comparison.unordered}
+    return {
+        "task_id": task.task_id, "subset": task.subset, "dialect": art.dialect,
+        "source_dataset": SOURCE_DATASETS[task.subset], "source_id": task.source_id, "database": None,
+        "prompt": art.prompt, "entry_point": task.entry_point, "signature": art.signature,
+        "setup_sql": art.setup_sql, "scaffold": art.scaffold, "reference_code": None,
+        "python_reference": reference_code[(task.subset, task.source_id)], "test_block": art.test_block,
+        "test_cases": art.test_cases, "comparison": json.dumps(comparison, sort_keys=True), "difficulty": None,
+        "turns": 1, "plsql_constructs": plsql_constructs(task), "reasoning_types": [], "tables_required": [],
+        "columns_required": [], "replay_status": status, "replay_engine": engine, "replay_detail": detail or None,
+        "mutants_total": mutants[0] if mutants else None, "mutants_killed": mutants[1] if mutants else None,
+        "crosscheck_status": "not_run", "crosscheck_detail": "the crosscheck stage is not part of this build",
+        "notes": list(task.notes), "raw_sha256": raw_sha[task.subset], "builder_version": __version__,
+        "build_id": build,
+    }
+
+
+def rejection_rows(rejections: list[Rejection]) -> list[dict]:
+    rows = [{"subset": r.subset, "source_id": r.source_id, "dialect": r.dialect, "level": r.level,
+             "stage": r.stage, "reason_code": r.reason_code, "detail": r.detail} for r in rejections]
+    return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
+
+
+def subset_counts(subset: str, input_count: int, rows: list[dict], rejections: list[Rejection]) -> dict:
+    """Released and rejected counts of one subset; `reconciles` checks input = released + rejected per dialect."""
+    task_level = [r for r in rejections if r.subset == subset and r.level == "task"]
+    shared = Counter(r.reason_code for r in task_level if r.dialect is None)
+    released, by_dialect, reconciles = {}, {}, {}
+    for dialect in DIALECT_NAMES:
+        released[dialect] = sum(1 for r in rows if r["subset"] == subset and r["dialect"] == dialect)
+        by_dialect[dialect] = dict(sorted(Counter(r.reason_code for r in task_level if r.dialect == dialect).items()))
+        rejected_ids = {r.source_id for r in task_level if r.dialect in (None, dialect)}
+        reconciles[dialect] = (input_count == released[dialect] + sum(shared.values())
+                               + sum(by_dialect[dialect].values()) and len(rejected_ids) ==
+                               sum(shared.values()) + sum(by_dialect[dialect].values()))
+    cases_dropped = Counter(r.reason_code for r in rejections if r.subset == subset and r.level == "case")
+    return {"input": input_count, "released": released, "rejected": dict(sorted(shared.items())),
+            "rejected_by_dialect": by_dialect, "cases_dropped": dict(sorted(cases_dropped.items())),
+            "reconciles": reconciles}
+
+
+def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_release(config: BuildConfig, version: str, tables: dict[str, tuple[list[dict], pa.Schema]],
+                  manifest: dict, card: str) -> Path:
+    """Write the release atomically; refuses to overwrite an existing version."""
+    final = config.out_dir / version
+    if final.exists():
+        raise ReleaseExists(f"release {final} already exists: a version is never overwritten "
+                            "(pass --version for a new one, or remove the folder)")
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=config.out_dir))
+    try:
+        manifest["tables"] = {name: _write_table(rows, schema, staging / name)
+                              for name, (rows, schema) in sorted(tables.items())}
+        manifest["built_at"] = datetime.now(UTC).replace(microsecond=0).isoformat()
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        (staging / "README.md").write_text(card)
+        os.chmod(staging, 0o755)
+        os.rename(staging, final)  # atomic on one filesystem; fails if `final` appeared meanwhile
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def build_manifest(config: BuildConfig, version: str, build: str, ingested: list, rows: list[dict],
+                   rejections: list[Rejection], replays: dict, types: list[dict]) -> dict:
+    inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
+    subsets, validation = {}, {}
+    for subset in ingested:
+        subsets[subset.subset] = subset_counts(subset.subset, subset.input_count, rows, rejections)
+        ids = {f"{subset.subset}/{p.source_id.split('/')[-1]}" for p in subset.problems}
+        validation[subset.subset] = {d: _validation_entry(report, ids) for d, report in sorted(replays.items())}
+    return {
+        "version": version, "builder_version": __version__, "build_id": build,
+        "configuration": config.fingerprint(), "inputs": dict(sorted(inputs.items())),
+        "subsets": subsets, "validation": validation,
+        "types": dict(sorted(Counter(t["dialect"] for t in types).items())),
+    }
+
+
+def _validation_entry(report, task_ids: set[str]) -> dict:
+    """Replay and mutant counts of one dialect restricted to one subset's tasks."""
+    mine = ReplayReport(report.dialect, report.ran, report.reason, report.engine,
+                        [r for r in report.results if r.task_id in task_ids])
+    entry = {"replay": mine.counts()}
+    if report.ran:
+        entry["mutants"] = mine.mutant_counts()
+    return entry
+
+
+def dataset_card(manifest: dict) -> str:
+    """README.md of a release, with YAML front matter that common dataset loaders read."""
+    subsets = manifest["subsets"]
+    licences = sorted({LICENCES[s] for s in subsets})
+    lines = [
+        "---",
+        f"pretty_name: plbench {manifest['version']}",
+        "license: other",
+        f"license_details: \"{'; '.join(f'{s}: {LICENCES[s]}' for s in subsets)}\"",
+        "task_categories:", "- text-generation",
+        "tags:", "- code", "- plsql", "- postgresql", "- oracle",
+        "configs:", "- config_name: default", "  data_files:", "  - split: test", "    path: tasks.parquet",
+        "---", "",
+        f"# plbench release {manifest['version']}", "",
+        "Executable PL/SQL (Oracle) and PL/pgSQL (PostgreSQL) function-writing tasks converted from "
+        f"{', '.join(SOURCE_DATASETS[s] for s in subsets)} by rule: test cases extracted from the Python "
+        "tests (MBPP asserts; MBPP+ inputs with outputs from the sandboxed reference solution), one "
+        "signature inferred per task, collection and object types emitted once per element type, and one "
+        "test block per task that prints a verdict per case.", "",
+        "## Counts", "",
+        "| subset | input | released (oracle) | released (postgres) | rejected, shared reasons |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, c in subsets.items():
+        lines.append(f"| {name} | {c['input']} | {c['released']['oracle']} | {c['released']['postgres']} | "
+                     f"{sum(c['rejected'].values())} |")
+    lines += ["", "## Validation", "",
+              "Every released row was replay-validated: a function that maps each test input to its "
+              "expected output passes the task's test block, and three mutants of it (NULL results, "
+              "another case's output, a reordered or perturbed result) each fail it. "
+              "`replay_status` says where this ran; `not_run` means no server of that dialect was "
+              "configured, and the row rests on the PostgreSQL replay of the same cases.", ""]
+    for name, per_dialect in manifest["validation"].items():
+        for dialect, entry in per_dialect.items():
+            replay = entry["replay"]
+            if replay["ran"]:
+                lines.append(f"- {name} / {dialect}: replay ran on {replay['engine']}: {replay['passed']} "
+                             f"passed, {replay['failed']} failed; mutants killed "
+                             f"{entry['mutants']['killed']} of {entry['mutants']['total']}.")
+            else:
+                lines.append(f"- {name} / {dialect}: replay not run ({replay['reason']}).")
+    lines += ["", "## Files", "",
+              "- `tasks.parquet`: one row per task and dialect (prompt, scaffold, setup_sql, test_block, "
+              "test_cases as tagged JSON, validation results, provenance).",
+              "- `rejections.parquet`: every input not released (level `task`) and every test case dropped "
+              "(level `case`), with stage, reason_code and detail.",
+              "- `types.parquet`: each collection/object type once per dialect, with its DDL.",
+              "- `manifest.json`: raw input checksums, counts, validation, table checksums.", "",
+              "## Licences", "", *[f"- {s}: {LICENCES[s]}" for s in subsets],
+              "", f"Derived data keeps the source licences ({', '.join(licences)}).", ""]
+    return "\n".join(lines)
+
+
+def assemble_release(config: BuildConfig, ingested: list, stages: list, typed: list[TypedTask], artifacts: list,
+                     replays: dict) -> tuple[Path, dict]:
+    """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile."""
+    inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
+    build = build_id(config, inputs)
+    version = release_version(config, build)
+    reference = {(p.subset, p.source_id): p.reference_code for subset in ingested for p in subset.problems}
+    raw_sha = {subset.subset: next(iter(subset.inputs.values())) for subset in ingested}
+    rows, replay_rejections = task_rows(typed, artifacts, replays, reference, raw_sha, build)
+    rejections = [r for subset in ingested for r in subset.rejections]
+    rejections += [r for stage in stages for r in stage.rejections] + replay_rejections
+    released = {(r["task_id"], r["dialect"]) for r in rows}
+    types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
+    manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, types)
+    broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
+    if broken:
+        raise AssertionError(f"counts do not reconcile (input != released + rejected): {broken}")
+    tables = {"tasks.parquet": (rows, TASK_SCHEMA), "rejections.parquet": (rejection_rows(rejections),
+                                                                           REJECTION_SCHEMA),
+              "types.parquet": (types, TYPE_SCHEMA)}
+    path = write_release(config, version, tables, manifest, dataset_card(manifest))
+    return path, manifest

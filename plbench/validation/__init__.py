@@ -1,0 +1,1 @@
+"""Execution validation: replay of the emitted harness, mutation checks."""

@@ -1,0 +1,17 @@
+"""Small builders shared by the tests: typed tasks from literal cases."""
+
+from plbench.mbpp.artifacts import TypedTask, ints_fit_bigint
+from plbench.mbpp.extract import Comparison, TestCase
+from plbench.mbpp.pytypes import infer_signature
+
+
+def typed_task(params, raw_cases, entry="f", comparison=Comparison(), source_id="1", subset="mbpp"):
+    """A TypedTask whose signature is inferred from [(args tuple, expected), ...]."""
+    cases = tuple(TestCase(args, expected, f"test_list[{i}]") for i, (args, expected) in enumerate(raw_cases))
+    signature = infer_signature(list(params), [(c.args, c.expected) for c in cases])
+    if comparison.unordered:
+        from plbench.mbpp.pytypes import PyType
+
+        signature = type(signature)(signature.params, PyType("set", signature.returns.args))
+    return TypedTask(subset, source_id, "Write the function.", entry, signature, cases, comparison,
+                     ints_fit_bigint(cases))

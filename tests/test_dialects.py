@@ -1,0 +1,169 @@
+"""Dialect emitters without a server: type names and DDL, literals, quoting, identifiers, harness shape.
+
+Everything Oracle-side that can be checked without a server is checked here, always.
+"""
+
+import pytest
+import sqlglot
+
+from plbench.dialects import DIALECTS, TypeEnv
+from plbench.dialects.base import UnrepresentableValue
+from plbench.dialects.static_checks import check_block_structure, check_type_ddl
+from plbench.mbpp.artifacts import TaskEmitter
+from plbench.mbpp.pytypes import BOOL, FLOAT, INT, STR, PyType
+from tests.helpers import typed_task
+
+ORACLE, POSTGRES = DIALECTS["oracle"], DIALECTS["postgres"]
+LIST_INT = PyType.list_of(INT)
+NESTED = PyType.list_of(LIST_INT)
+RECORD = PyType("record", (INT, STR))
+DICT = PyType("dict", (STR, FLOAT))
+
+
+def env(dialect, bigint=True):
+    return TypeEnv(int_sql=dialect.int_type(bigint), atol=1e-6, rtol=1e-7)
+
+
+@pytest.mark.parametrize("t, oracle, postgres", [
+    (INT, "NUMBER", "bigint"), (FLOAT, "BINARY_DOUBLE", "double precision"), (STR, "VARCHAR2", "text"),
+    (BOOL, "BOOLEAN", "boolean"), (LIST_INT, "plb_num_tab", "bigint[]"), (NESTED, "plb_list_num_tab", "plb_list_i8[]"),
+    (RECORD, "plb_rec2_num_txt", "plb_rec2_i8_txt"), (DICT, "plb_kv_txt_f8_tab", "plb_kv_txt_f8[]"),
+    (PyType("set", (STR,)), "plb_txt_tab", "text[]"), (PyType("tuple_seq", (BOOL,)), "plb_bool_tab", "boolean[]"),
+])
+def test_type_spelling(t, oracle, postgres):
+    assert ORACLE.sql_type(t, env(ORACLE)) == oracle
+    assert POSTGRES.sql_type(t, env(POSTGRES)) == postgres
+
+
+def test_type_ddl_is_emitted_once_per_shape_in_dependency_order():
+    e = env(ORACLE)
+    for t in (NESTED, LIST_INT, NESTED):
+        ORACLE.sql_type(t, e)
+    assert list(e.types.values()) == [
+        "CREATE OR REPLACE TYPE plb_num_tab AS TABLE OF NUMBER;",
+        "CREATE OR REPLACE TYPE plb_list_num_tab AS TABLE OF plb_num_tab;",
+    ]
+    p = env(POSTGRES)
+    POSTGRES.sql_type(PyType.list_of(RECORD), p)
+    assert list(p.types.values()) == ["CREATE TYPE plb_rec2_i8_txt AS (f1 bigint, f2 text);"]
+
+
+def test_oracle_bool_inside_sql_types_is_number_1():
+    e = env(ORACLE)
+    ORACLE.sql_type(PyType("record", (BOOL, STR)), e)
+    assert list(e.types.values()) == ["CREATE OR REPLACE TYPE plb_rec2_bool_txt AS OBJECT (f1 NUMBER(1), f2 VARCHAR2(4000));"]
+    assert ORACLE.literal((True, "a"), PyType("record", (BOOL, STR)), e) == "plb_rec2_bool_txt(1, 'a')"
+
+
+def test_postgres_int_width_is_decided_per_task():
+    assert POSTGRES.int_type(True) == "bigint" and POSTGRES.int_type(False) == "numeric"
+    assert POSTGRES.literal(2**70, INT, env(POSTGRES, bigint=False)) == f"{2**70}::numeric"
+
+
+@pytest.mark.parametrize("value, t, oracle, postgres", [
+    ("it's", STR, "'it''s'", "'it''s'"),
+    ("", STR, "''", "''"),
+    (-3, INT, "-3", "-3"),
+    (1.5, FLOAT, "1.5d", "1.5::double precision"),
+    (float("inf"), FLOAT, "BINARY_DOUBLE_INFINITY", "'Infinity'::double precision"),
+    (None, LIST_INT, "NULL", "NULL::bigint[]"),
+    ([], LIST_INT, "plb_num_tab()", "ARRAY[]::bigint[]"),
+    ([[1], []], NESTED, "plb_list_num_tab(plb_num_tab(1), plb_num_tab())",
+     "ARRAY[ROW(ARRAY[1]::bigint[])::plb_list_i8, ROW(ARRAY[]::bigint[])::plb_list_i8]::plb_list_i8[]"),
+    ({"b": 2.0, "a": 1.0}, DICT, "plb_kv_txt_f8_tab(plb_kv_txt_f8('a', 1.0d), plb_kv_txt_f8('b', 2.0d))",
+     "ARRAY[ROW('a', 1.0::double precision)::plb_kv_txt_f8, ROW('b', 2.0::double precision)::plb_kv_txt_f8]"
+     "::plb_kv_txt_f8[]"),
+    ({3, 1}, PyType("set", (INT,)), "plb_num_tab(1, 3)", "ARRAY[1, 3]::bigint[]"),
+])
+def test_literals(value, t, oracle, postgres):
+    assert ORACLE.literal(value, t, env(ORACLE)) == oracle
+    assert POSTGRES.literal(value, t, env(POSTGRES)) == postgres
+
+
+def test_long_oracle_strings_are_chunked_and_oversized_ones_refused():
+    text = "x" * 2500
+    literal = ORACLE.literal(text, STR, env(ORACLE))
+    assert literal.count(" || ") == 2 and literal.replace("' || '", "") == f"'{text}'"
+    assert ORACLE.literal("y" * 5000, STR, env(ORACLE)).count(" || ") == 4  # PL/SQL VARCHAR2: 32767 bytes
+    with pytest.raises(UnrepresentableValue) as err:  # inside a SQL type: VARCHAR2(4000)
+        ORACLE.literal(["y" * 5000], PyType.list_of(STR), env(ORACLE))
+    assert err.value.reason_code == "value_out_of_range"
+
+
+def test_values_each_dialect_cannot_hold_are_refused_with_a_reason():
+    with pytest.raises(UnrepresentableValue) as err:
+        POSTGRES.literal("a\x00b", STR, env(POSTGRES))
+    assert err.value.reason_code == "unsupported_value"
+    with pytest.raises(UnrepresentableValue) as err:
+        ORACLE.literal(10**40, INT, env(ORACLE))
+    assert err.value.reason_code == "value_out_of_range"
+
+
+@pytest.mark.parametrize("name, oracle, postgres", [
+    ("nums", "nums", "nums"), ("order", "order_", "order_"), ("level", "level_", "level"),
+    ("end", "end_", "end_"), ("x" * 70, "x" * 70, "x" * 54 + "_"),
+])
+def test_identifiers(name, oracle, postgres):
+    assert ORACLE.identifier(name, set())[0] == oracle
+    assert POSTGRES.identifier(name, set())[0].startswith(postgres)
+    assert len(POSTGRES.identifier(name, set())[0].encode()) <= 63
+
+
+def test_identifiers_that_collide_after_case_folding_are_renamed():
+    taken = set()
+    assert ORACLE.identifier("A", taken) == ("A", None)
+    renamed, why = ORACLE.identifier("a", taken)
+    assert renamed == "a_2" and "case folding" in why
+
+
+def test_long_type_names_are_hashed_within_the_limit():
+    deep = PyType("record", tuple([INT, STR, FLOAT, BOOL] * 6))
+    name = POSTGRES.sql_type(deep, env(POSTGRES))
+    assert name.startswith("plb_t_") and len(name) <= 63
+
+
+@pytest.mark.parametrize("type_name, kind", [
+    ("NUMBER", "DECIMAL"), ("BINARY_DOUBLE", "DOUBLE"), ("VARCHAR2(4000)", "VARCHAR"), ("NUMBER(1)", "DECIMAL"),
+])
+def test_oracle_element_types_parse_in_sqlglot(type_name, kind):
+    assert sqlglot.exp.DataType.build(type_name, dialect="oracle").this.name == kind
+
+
+@pytest.mark.parametrize("dialect", ["oracle", "postgres"])
+def test_every_artifact_of_a_rich_task_passes_the_static_checks(dialect):
+    task = typed_task(["m", "order"], [
+        (([[1, 2], [3]], {"a": 1.5}), [(1, "a", True)]),
+        (([], {}), [(2, None, False)]),
+    ])
+    em = TaskEmitter(task, dialect)
+    assert check_type_ddl(DIALECTS[dialect], em.setup_statements()) == []
+    for text in [*em.test_block_statements(), em.scaffold(), em.replay_function([None, None])]:
+        assert check_block_structure(text) == []
+    assert em.renamed == {"order": "order_"}
+
+
+def test_static_checks_catch_broken_text():
+    assert check_block_structure("BEGIN IF x THEN NULL; END; END;")
+    assert check_block_structure("BEGIN x := 'open; END;")
+    assert check_block_structure("BEGIN f((1); END;")
+    assert check_type_ddl(ORACLE, ["CREATE OR REPLACE TYPE plb_x AS TABLE OF NUMBR(3"]) != []
+    assert check_type_ddl(ORACLE, ["CREATE OR REPLACE TYPE plb_y AS TABLE OF plb_unknown;"]) != []
+    assert check_type_ddl(ORACLE, ["CREATE OR REPLACE TYPE select AS TABLE OF NUMBER;"]) != []
+
+
+def test_oracle_harness_compares_in_order_and_never_with_collection_equals():
+    task = typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3])])
+    block = TaskEmitter(task, "oracle").test_block_statements()[-1]
+    assert "plb_eq_list_num(v_actual, v_expected)" in block
+    assert "a.FIRST" in block and "v_actual = v_expected" not in block
+    assert "DBMS_OUTPUT.PUT_LINE('PLBENCH_SUMMARY ' || v_passed || ' OF 1');" in block
+
+
+def test_scaffolds_have_the_exact_signature_and_an_empty_body():
+    task = typed_task(["xs", "n"], [(([1, 2], 1), [2])])
+    assert TaskEmitter(task, "postgres").scaffold() == (
+        "CREATE OR REPLACE FUNCTION f(xs bigint[], n bigint)\nRETURNS bigint[]\nLANGUAGE plpgsql\nAS $plb$\n"
+        "BEGIN\n  -- Write the function body here.\nEND;\n$plb$;")
+    assert TaskEmitter(task, "oracle").scaffold() == (
+        "CREATE OR REPLACE FUNCTION f(xs IN plb_num_tab, n IN NUMBER)\nRETURN plb_num_tab\nIS\n"
+        "BEGIN\n  NULL; -- Write the function body here.\nEND f;")
