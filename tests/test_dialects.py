@@ -51,7 +51,8 @@ def test_type_ddl_is_emitted_once_per_shape_in_dependency_order():
 def test_oracle_bool_inside_sql_types_is_number_1():
     e = env(ORACLE)
     ORACLE.sql_type(PyType("record", (BOOL, STR)), e)
-    assert list(e.types.values()) == ["CREATE OR REPLACE TYPE plb_rec2_bool_txt AS OBJECT (f1 NUMBER(1), f2 VARCHAR2(4000));"]
+    assert list(e.types.values()) == [
+        "CREATE OR REPLACE TYPE plb_rec2_bool_txt AS OBJECT (f1 NUMBER(1), f2 VARCHAR2(4000));"]
     assert ORACLE.literal((True, "a"), PyType("record", (BOOL, STR)), e) == "plb_rec2_bool_txt(1, 'a')"
 
 

@@ -102,7 +102,8 @@ def check_block_structure(text: str) -> list[str]:
             stack.append(word)
         elif word == "END":
             follower = (tokens[i + 1].group(2) or "").upper() if i + 1 < len(tokens) else ""
-            expected = follower if follower in ("LOOP", "IF", "CASE") and text[tok.end():tokens[i + 1].start()].strip() == "" else "BEGIN"
+            adjacent = i + 1 < len(tokens) and not text[tok.end():tokens[i + 1].start()].strip()
+            expected = follower if follower in ("LOOP", "IF", "CASE") and adjacent else "BEGIN"
             if not stack or stack[-1] != expected:
                 problems.append(f"END {expected if expected != 'BEGIN' else ''} at offset {tok.start()} closes "
                                 f"{stack[-1] if stack else 'nothing'}".replace("  ", " "))

@@ -193,7 +193,8 @@ def parameter_names(code: str, entry_point: str) -> tuple[str, ...]:
         if isinstance(node, ast.FunctionDef) and node.name == entry_point:
             a = node.args
             if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-                raise ExtractionError("variadic_signature", f"{entry_point} takes *args, **kwargs or keyword-only arguments")
+                raise ExtractionError("variadic_signature",
+                                      f"{entry_point} takes *args, **kwargs or keyword-only arguments")
             return tuple(arg.arg for arg in a.args)
     raise ExtractionError("entry_point_not_defined", f"the reference code defines no function {entry_point}")
 
