@@ -246,11 +246,12 @@ def _mutated(values, before, after) -> bool:
 def _call(fn, args, alarm: _Alarm) -> tuple[str, Any, str]:
     """(status, return value, detail) of one guarded call."""
     try:
-        alarm.start()
-        result = fn(*args)
-        alarm.stop()
+        try:
+            alarm.start()
+            result = fn(*args)
+        finally:
+            alarm.stop()  # a repeated alarm may still land here: the outer handler catches it
     except BaseException as exc:  # noqa: BLE001 - SystemExit etc. are solution errors too
-        alarm.stop()
         status, result, detail = "error", None, _describe(exc)
     else:
         status, detail = "ok", ""

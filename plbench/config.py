@@ -31,7 +31,8 @@ class BuildConfig:
     oracle_connect_timeout_s: float = 10.0
     workers: int = 2
     min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
-    sandbox: SandboxLimits = field(default_factory=SandboxLimits)
+    # MBPP+ runs ~100 generated inputs per task in one child: room for the slow ones.
+    sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(cpu_seconds=60, wall_seconds=120.0))
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:

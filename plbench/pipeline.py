@@ -83,7 +83,7 @@ def extract_test_cases(ingested: list[Ingested], config: BuildConfig) -> StageOu
                     plans.append(plan_mbpp_plus(problem))
             except ExtractionError as exc:
                 out.rejections.append(_task_rejection(problem, "test_extraction", exc))
-    jobs = [(p.problem.reference_code, p.entry_point, [args for _, args in p.inputs]) for p in plans]
+    jobs = [p.sandbox_job() for p in plans]
     for plan, result in zip(plans, run_many(jobs, config.sandbox, workers=config.workers)):
         try:
             task, dropped = cases_from_sandbox(plan, result)

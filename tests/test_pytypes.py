@@ -37,8 +37,8 @@ def test_empty_collections_default_to_int_elements():
 
 
 @pytest.mark.parametrize("cases, names, reason", [
-    ([((1,), [1]), ((2,), 3)], ("a",), "inconsistent_types"),
-    ([(([1, [2]],), 1)], ("a",), "inconsistent_types"),
+    ([((1,), {1}), ((2,), 3)], ("a",), "inconsistent_types"),
+    ([(([1, {2: 3}],), 1)], ("a",), "inconsistent_types"),
     ([((1,), None), ((2,), None)], ("a",), "returns_none"),
     ([((1,), 1), ((1, 2), 1)], ("a",), "inconsistent_arity"),
     ([((1,), 1)], ("a", "b"), "inconsistent_arity"),

@@ -96,7 +96,7 @@ class Dialect:
         raise NotImplementedError
 
 
-SCALAR_TOKENS = {"float": "f8", "str": "txt", "bool": "bool"}
+SCALAR_TOKENS = {"float": "f8", "str": "txt", "bool": "bool", "json": "json"}
 
 
 def shape_token(t: PyType, int_token: str) -> str:
@@ -142,3 +142,26 @@ def sort_unordered(value: Any) -> list:
 
     items = list(value.items()) if isinstance(value, dict) else list(value)
     return sorted(items, key=dumps)
+
+
+def json_text(value: Any) -> str:
+    """A JSON document for a value of type json: tuples become arrays; keys must be strings."""
+    import json
+    import math
+
+    def convert(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [convert(x) for x in v]
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                raise UnrepresentableValue("unsupported_value", "a JSON object needs string keys")
+            return {k: convert(x) for k, x in v.items()}
+        if isinstance(v, float) and not math.isfinite(v):
+            raise UnrepresentableValue("unsupported_value", "JSON has no infinity or NaN")
+        if isinstance(v, (set, frozenset)):
+            raise UnrepresentableValue("unsupported_value", "JSON has no sets")
+        if isinstance(v, str) and "\x00" in v:
+            raise UnrepresentableValue("unsupported_value", "a JSON string here cannot hold a NUL character")
+        return v
+
+    return json.dumps(convert(value), ensure_ascii=False, separators=(",", ":"))

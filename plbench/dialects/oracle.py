@@ -6,7 +6,8 @@ Rules (each a line of a table in the docs and a test):
   (1/0) inside SQL types, since SQL BOOLEAN exists only from 23ai.
 - list / tuple / set → `CREATE TYPE plb_<elem>_tab AS TABLE OF <elem>`; tuple of mixed
   types → `AS OBJECT (f1 …, f2 …)`; dict → TABLE OF a (k, v) OBJECT; mixed scalar
-  kinds → a tagged OBJECT (tag, int_v, float_v, str_v, bool_v).
+  kinds → a tagged OBJECT (tag, int_v, float_v, str_v, bool_v); values of mixed shapes →
+  CLOB holding JSON, compared with JSON_EQUAL.
 - equality: always through comparison functions declared inside the block that uses
   them, because nested-table `=` ignores order and object `=` is not NULL-safe.
 - '' is NULL in Oracle: an expected empty string compares equal to NULL, and the
@@ -24,6 +25,7 @@ from plbench.dialects.base import (
     TypeEnv,
     Unit,
     UnrepresentableValue,
+    json_text,
     shape_token,
     sort_unordered,
     variant_member,
@@ -49,7 +51,7 @@ SQL_VARCHAR_BYTES = 4000
 PLSQL_VARCHAR_BYTES = 32767
 LITERAL_CHUNK = 1000  # long strings are concatenated from chunks to stay below literal limits
 
-_SCALAR_SQL = {"int": "NUMBER", "float": "BINARY_DOUBLE"}
+_SCALAR_SQL = {"int": "NUMBER", "float": "BINARY_DOUBLE", "json": "CLOB"}
 _TYPE_TOKEN_INT = "num"
 
 
@@ -147,6 +149,9 @@ class OracleDialect(Dialect):
             return _quote(value)
         if kind == "bool":
             return ("TRUE" if value else "FALSE") if top else ("1" if value else "0")
+        if kind == "json":
+            chunks = _quote(json_text(value)).split(" || ")
+            return " || ".join(f"TO_CLOB({c})" for c in chunks)
         if kind in ("list", "tuple_seq", "set"):
             items = sort_unordered(value) if kind == "set" else list(value)
             return f"{self.sql_type(t, env)}({', '.join(self.literal(v, t.elem, env, top=False) for v in items)})"
@@ -180,6 +185,9 @@ class OracleDialect(Dialect):
 
     def _helper_body(self, t: PyType, env: TypeEnv, top: bool) -> str:
         null_check = "  IF a IS NULL OR b IS NULL THEN RETURN a IS NULL AND b IS NULL; END IF;\n"
+        if t.kind == "json":  # JSON_EQUAL (18c+) compares documents, not their text
+            return (f"  n PLS_INTEGER;\nBEGIN\n{null_check}"
+                    "  SELECT COUNT(*) INTO n FROM dual WHERE JSON_EQUAL(a, b);\n  RETURN n = 1;")
         if t.kind == "float":
             return (f"BEGIN\n{null_check}  IF a = b THEN RETURN TRUE; END IF;\n"
                     f"  RETURN ABS(a - b) <= {env.atol!r}d + {env.rtol!r}d * ABS(b);")

@@ -23,6 +23,7 @@ from plbench.dialects.base import (
     TypeEnv,
     Unit,
     UnrepresentableValue,
+    json_text,
     needs_tolerance,
     needs_unordered,
     shape_token,
@@ -45,7 +46,7 @@ WHERE WINDOW WITH
 BEGIN BY DECLARE EXECUTE FOREACH IF LOOP STRICT WHILE
 """.split())
 
-_SCALAR_SQL = {"float": "double precision", "str": "text", "bool": "boolean"}
+_SCALAR_SQL = {"float": "double precision", "str": "text", "bool": "boolean", "json": "jsonb"}
 
 
 def _quote(text: str) -> str:
@@ -126,6 +127,8 @@ class PostgresDialect(Dialect):
             return _quote(value)
         if kind == "bool":
             return "TRUE" if value else "FALSE"
+        if kind == "json":
+            return f"{_quote(json_text(value))}::jsonb"
         if kind in ("list", "tuple_seq", "set"):
             items = sort_unordered(value) if kind == "set" else list(value)
             return self._array([self._element_literal(v, t.elem, env) for v in items], self.sql_type(t, env))

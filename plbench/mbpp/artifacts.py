@@ -174,6 +174,12 @@ class TaskEmitter:
         if any(x.kind == "float" for t in task.signature.all_types() for x in t.walk()):
             rules.append(f"Floating-point results are compared with |actual - expected| <= "
                          f"{task.comparison.atol!r} + {task.comparison.rtol!r} * |expected|.")
+        if any(x.kind == "json" for t in task.signature.all_types() for x in t.walk()):
+            rules.append("Values of mixed shapes are JSON documents: Python lists and tuples as arrays, dicts as "
+                         "objects; they are compared as JSON values.")
+        if any(x.kind == "variant" for t in task.signature.all_types() for x in t.walk()):
+            rules.append("Values of mixed scalar kinds are tagged: `tag` names the kind ('int', 'float', 'str', "
+                         "'bool') and the field of that kind holds the value.")
         if d.name == "oracle" and holds_empty_string(task.cases):
             rules.append("In Oracle an empty string is NULL: the tests treat '' and NULL alike.")
         if self.renamed:

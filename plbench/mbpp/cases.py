@@ -78,6 +78,19 @@ class PlusPlan:
     param_names: tuple[str, ...]
     comparison: Comparison
     inputs: tuple[tuple[str, tuple], ...]  # (origin, args) with tuples restored
+    truthy: bool = False  # the task's example asserts only the truth of the result
+
+    def sandbox_job(self) -> tuple[str, str, list[tuple]]:
+        """(code, function to call, argument tuples) for the sandbox.
+
+        When the example assertion is `assert f(x)`, the reference may return any truthy
+        object (a re.Match, say); the expected output is its truth value.
+        """
+        args = [a for _, a in self.inputs]
+        if not self.truthy:
+            return self.problem.reference_code, self.entry_point, args
+        wrapper = f"\n\ndef __plbench_truth__(*args):\n    return bool({self.entry_point}(*args))\n"
+        return self.problem.reference_code + wrapper, "__plbench_truth__", args
 
 
 def restore_tuples(value: Any, template: Any) -> Any:
@@ -120,7 +133,7 @@ def plan_mbpp_plus(problem: RawProblem) -> PlusPlan:
             restored = tuple(restore_tuples(a, template[j]) if template and j < len(template) else a
                              for j, a in enumerate(args))
             inputs.append((f"{field_name}[{i}]", restored))
-    return PlusPlan(problem, entry, names, comparison, tuple(inputs))
+    return PlusPlan(problem, entry, names, comparison, tuple(inputs), truthy=bool(parsed) and parsed[0].truthy)
 
 
 _SANDBOX_CASE_REASONS = {"error": "reference_raised", "timeout": "reference_timeout",

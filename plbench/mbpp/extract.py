@@ -53,6 +53,7 @@ class ParsedAssert:
     args: tuple
     expected: Any
     comparison: Comparison
+    truthy: bool = False  # `assert f(...)` / `assert not f(...)`: only the truth value is tested
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,9 @@ def parse_assert(source: str) -> ParsedAssert:
         return _parse_isclose(test)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         name, args = _call_parts(test.operand, "the asserted expression")
-        return ParsedAssert(name, args, False, Comparison())
+        return ParsedAssert(name, args, False, Comparison(), truthy=True)
     name, args = _call_parts(test, "the asserted expression")
-    return ParsedAssert(name, args, True, Comparison())
+    return ParsedAssert(name, args, True, Comparison(), truthy=True)
 
 
 def _parse_compare(test: ast.Compare) -> ParsedAssert:

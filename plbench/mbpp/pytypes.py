@@ -12,8 +12,9 @@ Unification rules (each is a rule of Python equality the harness must keep):
   mixes them means different things) → a tagged variant, wherever they meet;
 - tuples of one fixed length with per-position types → a record (object/composite);
   tuples whose length varies, with one element type → a homogeneous collection;
-- a value that is a collection in one case and a scalar in another → rejected
-  (`inconsistent_types`): no flat SQL type holds both.
+- a value that is a collection in one case and a scalar (or another shape) in another
+  → a JSON document (jsonb / CLOB holding JSON), when JSON can hold both: no sets,
+  string dict keys; otherwise rejected (`inconsistent_types`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SCALARS = ("int", "float", "str", "bool")
 
 @dataclass(frozen=True)
 class PyType:
-    # int float str bool | none unknown tuple (inference only) | list tuple_seq set dict record variant
+    # int float str bool | none unknown tuple (inference only) | list tuple_seq set dict record variant json
     kind: str
     args: tuple[PyType, ...] = ()
     nullable: bool = False
@@ -82,6 +83,8 @@ class PyType:
             text = "tuple[" + ", ".join(a.describe() for a in self.args) + "]"
         elif self.kind == "variant":
             text = "Union[" + ", ".join(a.describe() for a in self.args) + "]"
+        elif self.kind == "json":
+            text = "JSON"
         else:
             text = {"none": "None"}.get(self.kind, self.kind)
         return f"{text} | None" if self.nullable and self.kind != "none" else text
@@ -90,6 +93,7 @@ class PyType:
 INT, FLOAT, STR, BOOL = (PyType(k) for k in SCALARS)
 NONE = PyType("none", nullable=True)
 UNKNOWN = PyType("unknown")
+JSON = PyType("json")
 
 
 class TypingError(ValueError):
@@ -148,6 +152,8 @@ def unify(a: PyType, b: PyType, where: str = "value") -> PyType:
 def _unify_core(a: PyType, b: PyType, where: str) -> PyType:
     if a == b:
         return a
+    if "json" in (a.kind, b.kind):
+        return _json_or_fail(a, b, where)
     if {a.kind, b.kind} == {"int", "float"}:
         return FLOAT
     if a.kind == b.kind and a.kind in ("list", "set"):
@@ -161,6 +167,18 @@ def _unify_core(a: PyType, b: PyType, where: str) -> PyType:
         return a if a.kind == "set" else b
     if a.kind in SCALARS + ("variant",) and b.kind in SCALARS + ("variant",):
         return _variant(a, b, where)
+    return _json_or_fail(a, b, where)
+
+
+def _json_able(t: PyType) -> bool:
+    """Whether JSON holds every value of t: no sets, string dict keys (JSON arrays stand for tuples)."""
+    return all(x.kind != "set" and (x.kind != "dict" or x.args[0].kind in ("str", "unknown")) for x in t.walk())
+
+
+def _json_or_fail(a: PyType, b: PyType, where: str) -> PyType:
+    """A value that is a collection in one case and something else in another is a JSON document."""
+    if _json_able(a) and _json_able(b):
+        return JSON
     raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
 
 
@@ -177,7 +195,7 @@ def _unify_tuples(a: PyType, b: PyType, where: str) -> PyType:
     seq_a, seq_b = _as_sequence(a, mixed), _as_sequence(b, mixed)
     if seq_a is not None and seq_b is not None:
         return PyType("tuple_seq", (unify(seq_a, seq_b, where + " element"),))
-    raise TypingError("inconsistent_types", f"{where}: {a.describe()} and {b.describe()} do not unify")
+    return _json_or_fail(a, b, where)
 
 
 def _is_empty_dict(t: PyType) -> bool:
@@ -288,4 +306,9 @@ def conforms(value: Any, t: PyType) -> bool:
     if kind == "record":
         return isinstance(value, tuple) and len(value) == len(t.args) and all(
             conforms(v, a) for v, a in zip(value, t.args))
+    if kind == "json":
+        try:
+            return _json_able(type_of(value))
+        except TypingError:
+            return False
     return False

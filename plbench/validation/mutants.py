@@ -35,6 +35,7 @@ def default_value(t: PyType) -> Any:
         return default_value(t.args[0])
     return {
         "int": 0, "float": 0.0, "str": "x", "bool": False, "list": [], "tuple_seq": (), "set": set(), "dict": {},
+        "json": 0,
     }.get(kind, tuple(default_value(a) for a in t.args) if kind == "record" else None)
 
 
@@ -67,7 +68,23 @@ def perturb(value: Any, t: PyType) -> Any:
         return {**value, first: perturb(value[first], t.args[1])}
     if kind == "record":
         return (perturb(value[0], t.args[0]), *value[1:])
+    if kind == "json":
+        return _perturb_json(value)
     raise ValueError(f"cannot perturb a value of type {t.describe()}")
+
+
+def _perturb_json(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, (list, tuple)):
+        return list(value[:-1]) if value else [0]
+    if isinstance(value, dict):
+        return {**value, "plbench_mutant": 0}
+    return 0
 
 
 def _other_case(expected: list[Any], t: PyType) -> list[Any]:
