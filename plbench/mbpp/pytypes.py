@@ -116,7 +116,7 @@ def type_of(value: Any) -> PyType:
     if isinstance(value, str):
         return STR
     if isinstance(value, list):
-        return PyType.list_of(_unify_all([type_of(v) for v in value], "list element"))
+        return PyType.list_of(_elements_type(value, "list element"))
     if isinstance(value, (set, frozenset)):
         return PyType("set", (_unify_all([type_of(v) for v in value], "set element"),))
     if isinstance(value, dict):
@@ -125,6 +125,16 @@ def type_of(value: Any) -> PyType:
     if isinstance(value, tuple):
         return PyType("tuple", tuple(type_of(v) for v in value))
     raise TypingError("unsupported_value_type", f"values of type {type(value).__name__} are not supported")
+
+
+_FLAT = {frozenset({int}): INT, frozenset({float}): FLOAT, frozenset({int, float}): FLOAT,
+         frozenset({str}): STR, frozenset({bool}): BOOL}
+
+
+def _elements_type(values: list, where: str) -> PyType:
+    """The unified type of a list's elements; flat lists (most big inputs) skip per-element unification."""
+    flat = _FLAT.get(frozenset(map(type, values)))
+    return flat if flat is not None else _unify_all([type_of(v) for v in values], where)
 
 
 def _unify_all(types: list[PyType], where: str) -> PyType:

@@ -1,0 +1,345 @@
+"""PostgreSQL engine: run PL/pgSQL candidates in throw-away, rolled-back sessions.
+
+A session is one transaction on its own connection. It creates a private schema,
+puts it first on the search_path, and runs each statement inside a savepoint so
+a failing statement does not poison the session. Leaving the session rolls the
+whole transaction back; since PostgreSQL DDL is transactional, nothing the
+candidate created survives.
+
+The server is either the one named by a DSN, or a private embedded server
+started with `pgserver` in a cache folder. The embedded server is deliberately
+left running when the process exits (cleanup_mode=None) so later processes
+reuse it instead of paying initdb and startup again; `close()` only closes
+connections. When the process runs as root, pgserver creates a system user
+`pgserver` (useradd), runs the server as that user, chowns the data folder to
+it and adds o+rx to every parent folder of the data folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+from psycopg import pq, sql
+from psycopg.pq import TransactionStatus
+
+from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult
+
+_POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra ones
+_CONNECT_TIMEOUT_S = 10
+_SAVEPOINT = "plb_stmt"
+_schema_counter = itertools.count(1)  # next() on a count is atomic under the GIL
+
+
+def _next_schema_name() -> str:
+    # The pid keeps names unique across processes sharing one server: two open
+    # transactions creating the same schema name would block each other.
+    return f"plb_s_{next(_schema_counter)}_{os.getpid()}"
+
+
+def _describe(dsn: str) -> str:
+    """The DSN without its password, for error messages."""
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "the configured server"
+    host = parts.get("host") or "localhost"
+    return f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+
+def _diagnostic(exc: psycopg.Error) -> Diagnostic:
+    # Errors raised by psycopg itself (no SQLSTATE) are things this engine does not
+    # support, e.g. COPY to/from the client: report them as feature_not_supported.
+    return Diagnostic(code=exc.sqlstate or "0A000", message=exc.diag.message_primary or str(exc))
+
+
+def _start_pgserver(data_dir: Path):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
+            import pgserver
+    except ImportError as exc:
+        raise EngineUnavailable(
+            "pgserver is not installed: install it, or set PLBENCH_PG_DSN to an existing PostgreSQL"
+        ) from exc
+    try:
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        # Reuses a server already running on this data dir (also from another process).
+        return pgserver.get_server(str(data_dir), cleanup_mode=None)
+    except Exception as exc:  # pgserver raises CalledProcessError, TimeoutExpired, OSError, AssertionError...
+        raise EngineUnavailable(
+            f"could not start the embedded PostgreSQL (pgserver) in {data_dir}: {exc!r}; "
+            f"see {data_dir / 'log'}, or set PLBENCH_PG_DSN to an existing PostgreSQL"
+        ) from exc
+
+
+class PostgresSession:
+    """One rolled-back transaction on one connection; see the module docstring."""
+
+    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int):
+        self.schema = schema
+        self._conn: psycopg.Connection | None = conn
+        self._timeout_ms = timeout_ms
+        self._lines: list[str] = []
+        self._escaped = False  # a statement committed/rolled back our transaction itself
+        conn.add_notice_handler(self._on_notice)
+
+    def _on_notice(self, diag: psycopg.errors.Diagnostic) -> None:
+        self._lines.append(diag.message_primary or "")
+
+    @property
+    def backend_pid(self) -> int:
+        return self._live().info.backend_pid
+
+    def _live(self) -> psycopg.Connection:
+        if self._conn is None:
+            raise RuntimeError("this PostgreSQL session has ended")
+        return self._conn
+
+    def _lost(self) -> bool:
+        return self._conn is None or self._conn.closed or self._conn.broken
+
+    @contextlib.contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        """Turn a lost connection into EngineUnavailable; other errors pass through."""
+        try:
+            yield
+        except psycopg.Error as exc:
+            if self._lost():
+                raise EngineUnavailable(
+                    f"lost the PostgreSQL connection while {doing} ({exc.sqlstate or 'no SQLSTATE'}: "
+                    f"{str(exc).strip()}); the server was stopped, restarted or ended this backend"
+                ) from exc
+            raise
+
+    def begin(self) -> None:
+        """Set up (or, after the transaction was ended by a statement, re-set up) the session."""
+        name = sql.Identifier(self.schema)
+        setup = sql.SQL(
+            "SET LOCAL statement_timeout = {ms}; CREATE SCHEMA IF NOT EXISTS {name}; "
+            # The task schema before pg_catalog, so user functions named like built-ins win.
+            "SET LOCAL search_path = {name}, pg_catalog; SET LOCAL client_min_messages = notice"
+        ).format(ms=sql.Literal(self._timeout_ms), name=name)
+        with self._guard("starting a session"):
+            self._live().execute(setup)
+
+    def execute(self, statement: str) -> ExecResult:
+        conn = self._live()
+        self._lines = []
+        try:
+            with self._guard("running a statement"):
+                conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+                conn.execute(statement)  # no parameters: simple protocol, several statements allowed
+        except psycopg.Error as exc:
+            return self._failed(exc)
+        lines = self._lines
+        self._settle(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        return ExecResult(lines=lines)
+
+    def _failed(self, exc: psycopg.Error) -> ExecResult:
+        lines = self._lines  # notices raised before the error are part of the output
+        self._finish_copy()
+        # ROLLBACK TO keeps the savepoint on the stack: release it too, or they pile up.
+        self._settle(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+        timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
+        return ExecResult(lines=lines, error=_diagnostic(exc), timed_out=timed_out)
+
+    def _finish_copy(self) -> None:
+        """psycopg refuses COPY in execute() and leaves the protocol mid-COPY: end it.
+
+        COPY FROM STDIN is aborted, COPY TO STDOUT drained, so the connection is usable again.
+        """
+        pgconn = self._live().pgconn
+        if self._conn.info.transaction_status != TransactionStatus.ACTIVE:
+            return
+        with self._guard("ending a COPY"):
+            while (res := pgconn.get_result()) is not None:
+                if res.status == pq.ExecStatus.COPY_OUT:
+                    while pgconn.get_copy_data(0)[0] >= 0:
+                        pass
+                elif res.status == pq.ExecStatus.COPY_IN:
+                    pgconn.put_copy_end(b"COPY FROM STDIN is not supported by plbench")
+
+    def _settle(self, savepoint_sql: str) -> None:
+        """Get back to 'inside our transaction, no savepoint open' after a statement."""
+        conn = self._live()
+        with self._guard("cleaning up after a statement"):
+            if conn.info.transaction_status == TransactionStatus.IDLE:
+                # The statement ran COMMIT/ROLLBACK: the SET LOCALs are gone and what it
+                # committed is permanent. Restore the environment; drop the schema at the end.
+                self._escaped = True
+                self.begin()
+                return
+            try:
+                conn.execute(savepoint_sql)
+            except psycopg.Error:
+                if self._lost():
+                    raise
+                # Our savepoint is gone (the statement released it or replaced the transaction).
+                self._escaped = True
+                conn.rollback()
+                self.begin()
+
+    def finish(self) -> bool:
+        """Roll everything back; True when the connection is clean enough to reuse."""
+        conn, self._conn = self._conn, None
+        if conn is None or conn.closed or conn.broken:
+            return False
+        conn.remove_notice_handler(self._on_notice)
+        try:
+            conn.rollback()
+            if self._escaped:
+                # Something was committed: drop our schema, and do not reuse a connection
+                # whose temporary objects may have been committed too.
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+                conn.commit()
+                return False
+            # DISCARD ALL clears what a rollback does not: PREPAREd statements, session
+            # advisory locks, LISTEN, cached plans. It refuses to run inside a transaction.
+            conn.autocommit = True
+            conn.execute("DISCARD ALL")
+            conn.autocommit = False
+            return True
+        except psycopg.Error:
+            return False
+
+
+class PostgresEngine:
+    """Hands out isolated PostgreSQL sessions; thread-safe (one connection per session)."""
+
+    dialect = "postgres"
+
+    def __init__(self, dsn: str, statement_timeout_s: float = 10.0, server: object | None = None):
+        self._dsn = dsn
+        self._timeout_ms = max(1, round(statement_timeout_s * 1000))
+        self._server = server  # the pgserver handle, kept so its bookkeeping lives as long as we do
+        self._idle: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._version: str | None = None
+
+    @classmethod
+    def start(cls, dsn: str | None, data_dir: Path, statement_timeout_s: float = 10.0) -> PostgresEngine:
+        """Connect to `dsn`, or without one start (or reuse) an embedded server in `data_dir`."""
+        server = None
+        if not dsn:
+            server = _start_pgserver(Path(data_dir))
+            dsn = server.get_uri()
+        engine = cls(dsn, statement_timeout_s, server)
+        engine.version()  # connect now, so a bad configuration fails here and not mid-run
+        return engine
+
+    def version(self) -> str:
+        if self._version is None:
+            conn = self._acquire()
+            try:
+                raw = conn.execute("SHOW server_version").fetchone()[0]
+                conn.rollback()
+            except psycopg.Error as exc:
+                raise EngineUnavailable(f"PostgreSQL {_describe(self._dsn)} failed: {exc}") from exc
+            finally:
+                self._give_back(conn, reusable=not conn.broken)
+            self._version = f"PostgreSQL {raw.split()[0]}"  # "16.2 (Debian 16.2-1)" -> 16.2
+        return self._version
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[PostgresSession]:
+        sess = self._open_session()
+        conn = sess._conn
+        try:
+            yield sess
+        finally:
+            self._give_back(conn, reusable=sess.finish())
+
+    def run_baseline(self, statements: list[str]) -> None:
+        """Raw psycopg baseline: run statements in one transaction, roll back; errors propagate."""
+        conn = self._acquire()
+        try:
+            for statement in statements:
+                conn.execute(statement)
+        finally:
+            self._give_back(conn, reusable=_rolled_back(conn))
+
+    def close(self) -> None:
+        """Close pooled connections. An embedded server is left running for reuse."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def __enter__(self) -> PostgresEngine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _open_session(self) -> PostgresSession:
+        while True:
+            conn, pooled = self._acquire_marked()
+            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms)
+            try:
+                sess.begin()
+                return sess
+            except EngineUnavailable:
+                conn.close()
+                if not pooled:
+                    raise
+                # A pooled connection went stale (server restarted); try the next one.
+            except psycopg.Error as exc:
+                conn.close()
+                raise EngineUnavailable(
+                    f"cannot set up a session on PostgreSQL {_describe(self._dsn)}: {exc} "
+                    "(the role needs the CREATE privilege on the database)"
+                ) from exc
+
+    def _acquire(self) -> psycopg.Connection:
+        return self._acquire_marked()[0]
+
+    def _acquire_marked(self) -> tuple[psycopg.Connection, bool]:
+        with self._lock:
+            if self._closed:
+                raise EngineUnavailable("the PostgreSQL engine has been closed")
+            if self._idle:
+                return self._idle.pop(), True
+        return self._connect(), False
+
+    def _connect(self) -> psycopg.Connection:
+        try:
+            # prepare_threshold=None: never prepare, so statements without parameters always
+            # use the simple protocol (several statements per string) and DISCARD ALL is safe.
+            return psycopg.connect(
+                self._dsn, autocommit=False, prepare_threshold=None, connect_timeout=_CONNECT_TIMEOUT_S
+            )
+        except psycopg.Error as exc:
+            raise EngineUnavailable(
+                f"cannot connect to PostgreSQL {_describe(self._dsn)}: {str(exc).strip()}; "
+                "check that the server runs, or set PLBENCH_PG_DSN to a reachable server"
+            ) from exc
+
+    def _give_back(self, conn: psycopg.Connection, reusable: bool) -> None:
+        with self._lock:
+            if (
+                reusable
+                and not self._closed
+                and len(self._idle) < _POOL_MAX
+                and not conn.broken
+                and conn.info.transaction_status == TransactionStatus.IDLE
+            ):
+                self._idle.append(conn)
+                return
+        conn.close()
+
+
+def _rolled_back(conn: psycopg.Connection) -> bool:
+    try:
+        conn.rollback()
+        return conn.info.transaction_status == TransactionStatus.IDLE
+    except psycopg.Error:
+        return False

@@ -1,0 +1,191 @@
+"""PostgresEngine against a real PostgreSQL (embedded pgserver, or PLBENCH_PG_DSN)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from plbench.engines.base import EngineUnavailable
+from plbench.engines.postgres import PostgresEngine
+
+PG_DATA_DIR = Path(__file__).resolve().parent.parent / ".cache" / "test-pgserver"
+
+NOTICES = """
+DO $$
+BEGIN
+  RAISE NOTICE 'first';
+  RAISE NOTICE 'second %', 2;
+  RAISE NOTICE 'third';
+END $$;
+"""
+
+
+def _notice_value(session, expression: str) -> str:
+    result = session.execute(f"DO $$ BEGIN RAISE NOTICE '%', {expression}; END $$")
+    assert result.ok, result
+    return result.lines[0]
+
+
+def test_version(pg_engine):
+    assert pg_engine.version().startswith("PostgreSQL ")
+    assert pg_engine.dialect == "postgres"
+
+
+def test_notices_are_captured_in_order(pg_engine):
+    with pg_engine.session() as session:
+        result = session.execute(NOTICES)
+    assert result.ok
+    assert result.lines == ["first", "second 2", "third"]
+
+
+def test_each_statement_gets_only_its_own_notices(pg_engine):
+    with pg_engine.session() as session:
+        session.execute(NOTICES)
+        assert session.execute("DO $$ BEGIN RAISE NOTICE 'alone'; END $$").lines == ["alone"]
+
+
+def test_errors_give_sqlstate_and_the_session_goes_on(pg_engine):
+    with pg_engine.session() as session:
+        session.execute("CREATE FUNCTION kept() RETURNS int LANGUAGE sql AS 'SELECT 7'")
+        syntax = session.execute("SELEC 1")
+        assert syntax.error is not None and syntax.error.code == "42601"
+        assert not syntax.ok and not syntax.timed_out
+        unknown = session.execute("SELECT no_such_function(1)")
+        assert unknown.error.code == "42883"
+        assert "no_such_function" in unknown.error.message
+        # Earlier work survived the failed statements.
+        assert _notice_value(session, "kept()") == "7"
+
+
+def test_notices_before_an_error_are_kept(pg_engine):
+    with pg_engine.session() as session:
+        result = session.execute("DO $$ BEGIN RAISE NOTICE 'before'; PERFORM 1/0; END $$")
+    assert result.lines == ["before"]
+    assert result.error.code == "22012"
+
+
+def test_statement_timeout():
+    engine = PostgresEngine.start(
+        os.environ.get("PLBENCH_PG_DSN"), data_dir=PG_DATA_DIR, statement_timeout_s=0.5
+    )
+    try:
+        with engine.session() as session:
+            started = time.monotonic()
+            result = session.execute("SELECT pg_sleep(5)")
+            assert time.monotonic() - started < 3
+            assert result.timed_out and not result.ok
+            assert result.error.code == "57014"
+            assert session.execute("SELECT 1").ok
+    finally:
+        engine.close()
+
+
+def test_sessions_are_isolated(pg_engine):
+    with pg_engine.session() as session:
+        assert session.execute("CREATE TYPE pair AS (a int, b int)").ok
+        made = session.execute("CREATE FUNCTION made_here() RETURNS pair LANGUAGE sql AS 'SELECT (1,2)'")
+        assert made.ok
+        assert _notice_value(session, "(made_here()).b") == "2"
+        first_schema = session.schema
+    with pg_engine.session() as session:
+        assert session.schema != first_schema
+        assert session.execute("SELECT made_here()").error.code == "42883"
+        assert session.execute("SELECT NULL::pair").error.code == "42704"
+        count = f"(SELECT count(*) FROM pg_namespace WHERE nspname = '{first_schema}')"
+        assert _notice_value(session, count) == "0"
+
+
+def test_user_function_shadows_builtin(pg_engine):
+    with pg_engine.session() as session:
+        assert _notice_value(session, "reverse('abc')") == "cba"
+        created = session.execute(
+            "CREATE FUNCTION reverse(s text) RETURNS text LANGUAGE sql AS $$ SELECT 'mine:' || s $$"
+        )
+        assert created.ok
+        assert _notice_value(session, "reverse('abc')") == "mine:abc"
+    with pg_engine.session() as session:
+        assert _notice_value(session, "reverse('abc')") == "cba"
+
+
+def test_multi_statement_string(pg_engine):
+    script = """
+    CREATE FUNCTION pg_temp.twice(x int) RETURNS int LANGUAGE sql AS 'SELECT 2 * x';
+    DO $$ BEGIN RAISE NOTICE 'twice: %', pg_temp.twice(21); END $$;
+    """
+    with pg_engine.session() as session:
+        result = session.execute(script)
+    assert result.ok, result
+    assert result.lines == ["twice: 42"]
+
+
+def test_two_sessions_in_two_threads(pg_engine):
+    barrier = threading.Barrier(2, timeout=30)
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with pg_engine.session() as session:
+                barrier.wait()  # both sessions are open at the same time
+                session.execute(f"CREATE FUNCTION who() RETURNS int LANGUAGE sql AS 'SELECT {n}'")
+                barrier.wait()
+                results[n] = [_notice_value(session, "who()") for _ in range(20)]
+        except BaseException as exc:  # surfaced in the main thread below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert results == {1: ["1"] * 20, 2: ["2"] * 20}
+
+
+def test_transaction_control_in_a_statement_does_not_leak(pg_engine):
+    with pg_engine.session() as session:
+        schema = session.schema
+        committed = session.execute("CREATE FUNCTION leaks() RETURNS int LANGUAGE sql AS 'SELECT 1'; COMMIT")
+        assert committed.ok
+        # The session environment is restored: own schema first, timeout still set.
+        assert _notice_value(session, "current_schema()") == schema
+        assert _notice_value(session, "current_setting('statement_timeout')") == "10s"
+    with pg_engine.session() as session:
+        count = f"(SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}')"
+        assert _notice_value(session, count) == "0"
+
+
+def test_copy_is_refused_and_the_session_goes_on(pg_engine):
+    with pg_engine.session() as session:
+        out = session.execute("COPY (SELECT generate_series(1, 1000)) TO STDOUT")
+        assert out.error is not None and out.error.code == "0A000"
+        assert session.execute("CREATE TABLE t (x int)").ok
+        assert session.execute("COPY t FROM STDIN").error is not None
+        assert _notice_value(session, "(SELECT count(*) FROM t)") == "0"
+
+
+def test_lost_connection_raises_engine_unavailable(pg_engine):
+    with pg_engine.session() as victim:
+        pid = victim.backend_pid
+        with pg_engine.session() as killer:
+            assert killer.execute(f"SELECT pg_terminate_backend({pid}, 5000)").ok
+        with pytest.raises(EngineUnavailable, match="lost the PostgreSQL connection"):
+            victim.execute("SELECT 1")
+    with pg_engine.session() as session:
+        assert _notice_value(session, "1 + 1") == "2"
+
+
+def test_run_baseline(pg_engine):
+    pg_engine.run_baseline(["CREATE TABLE baseline_t (x int)", "INSERT INTO baseline_t VALUES (1)"])
+    # Rolled back: the same table can be created again.
+    pg_engine.run_baseline(["CREATE TABLE baseline_t (x int)"])
+
+
+def test_unreachable_server_is_engine_unavailable(tmp_path):
+    with pytest.raises(EngineUnavailable, match="PLBENCH_PG_DSN"):
+        PostgresEngine.start(f"postgresql://nobody@/postgres?host={tmp_path}&port=1", data_dir=tmp_path)
