@@ -261,7 +261,7 @@ def _call(fn, args, alarm: _Alarm) -> tuple[str, Any, str]:
     return status, result, detail
 
 
-def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args) -> bytes:
+def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: int) -> bytes:
     args = values.decode(encoded_args)  # a fresh copy for every case
     before = copy.deepcopy(args)
     status, result, detail = _call(fn, args, alarm)
@@ -277,9 +277,13 @@ def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args) -> bytes:
         try:
             # Serialized here, once, because json.dumps can still refuse an encoded value
             # (ints beyond the str-conversion digit limit).
-            return _line({**message, "value": values.encode(result)})
+            line = _line({**message, "value": values.encode(result)})
         except Exception as exc:  # noqa: BLE001
             message.update(status="unsupported_output", detail=_truncate(f"{type(result).__name__}: {exc}"))
+        else:
+            if len(line) <= max_bytes:
+                return line
+            message.update(status="unsupported_output", detail=f"result of {len(line)} bytes exceeds {max_bytes}")
     return _line(message)
 
 
@@ -316,7 +320,8 @@ def main() -> None:
             protocol.send(_line({"kind": "compile_error", "detail": fn}))
         else:
             for index, encoded_args in enumerate(payload["cases"]):
-                protocol.send(_case_line(values, fn, alarm, index, encoded_args))
+                protocol.send(_case_line(values, fn, alarm, index, encoded_args,
+                                         payload["limits"]["max_output_bytes"]))
         protocol.send(_line({"kind": "done"}))
     except BaseException as exc:  # noqa: BLE001 - report runner failures instead of a bare exit code
         protocol.send(_line({"kind": "fatal", "detail": _describe(exc)}))

@@ -43,6 +43,7 @@ class SandboxLimits:
     memory_bytes: int = 1 << 30  # RLIMIT_AS
     wall_seconds: float = 30.0  # whole child, killed (process group) after this
     case_seconds: float = 5.0  # per case, via signal.setitimer in the child
+    max_output_bytes: int = 1 << 20  # a larger encoded result is reported as unsupported_output
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ def _payload(code: str, entry_point: str, cases: list[tuple], limits: SandboxLim
             "cpu_seconds": limits.cpu_seconds,
             "memory_bytes": limits.memory_bytes,
             "case_seconds": limits.case_seconds,
+            "max_output_bytes": limits.max_output_bytes,
         },
     }
     return json.dumps(body, allow_nan=False).encode()

@@ -22,6 +22,7 @@ from plbench.mbpp.extract import (
     parse_assert,
 )
 from plbench.records import RawProblem, Rejection
+from plbench.values import dumps
 
 STAGE = "test_extraction"
 
@@ -136,6 +137,11 @@ def plan_mbpp_plus(problem: RawProblem) -> PlusPlan:
     return PlusPlan(problem, entry, names, comparison, tuple(inputs), truthy=bool(parsed) and parsed[0].truthy)
 
 
+# A test case whose arguments and expected value encode to more than this is dropped
+# (`case_too_large`): test blocks stay executable (Oracle caps the size of a PL/SQL unit)
+# and a benchmark case is meant to be read, not to be a data dump.
+MAX_CASE_BYTES = 64 * 1024
+
 _SANDBOX_CASE_REASONS = {"error": "reference_raised", "timeout": "reference_timeout",
                          "unsupported_output": "unsupported_output_type"}
 
@@ -150,6 +156,9 @@ def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Reje
         if outcome.status == "ok" and plan.comparison.unordered and not _hashable_items(outcome.value):
             dropped.append(_case_rejection(problem, origin, "unordered_unhashable",
                                            "the task compares results as sets, but this one is not a set"))
+        elif outcome.status == "ok" and len(dumps(args)) + len(dumps(outcome.value)) > MAX_CASE_BYTES:
+            dropped.append(_case_rejection(problem, origin, "case_too_large",
+                                           f"arguments and result encode to more than {MAX_CASE_BYTES} bytes"))
         elif outcome.status == "ok":
             expected = set(outcome.value) if plan.comparison.unordered else outcome.value
             cases.append(TestCase(args, expected, origin))
