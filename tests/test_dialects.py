@@ -27,7 +27,8 @@ def env(dialect, bigint=True):
 @pytest.mark.parametrize("t, oracle, postgres", [
     (INT, "NUMBER", "bigint"), (FLOAT, "BINARY_DOUBLE", "double precision"), (STR, "VARCHAR2", "text"),
     (BOOL, "BOOLEAN", "boolean"), (LIST_INT, "plb_num_tab", "bigint[]"), (NESTED, "plb_list_num_tab", "plb_list_i8[]"),
-    (RECORD, "plb_rec2_num_txt", "plb_rec2_i8_txt"), (DICT, "plb_kv_txt_f8_tab", "plb_kv_txt_f8[]"),
+    (RECORD, "plb_rec2_num_txt", "plb_rec2_i8_txt"), (DICT, "plb_dict_txt_f8", "plb_kv_txt_f8[]"),
+    (PyType.list_of(DICT), "plb_dict_txt_f8_tab", "plb_dict_txt_f8[]"),
     (PyType("set", (STR,)), "plb_txt_tab", "text[]"), (PyType("tuple_seq", (BOOL,)), "plb_bool_tab", "boolean[]"),
 ])
 def test_type_spelling(t, oracle, postgres):
@@ -71,7 +72,7 @@ def test_postgres_int_width_is_decided_per_task():
     ([], LIST_INT, "plb_num_tab()", "ARRAY[]::bigint[]"),
     ([[1], []], NESTED, "plb_list_num_tab(plb_num_tab(1), plb_num_tab())",
      "ARRAY[ROW(ARRAY[1]::bigint[])::plb_list_i8, ROW(ARRAY[]::bigint[])::plb_list_i8]::plb_list_i8[]"),
-    ({"b": 2.0, "a": 1.0}, DICT, "plb_kv_txt_f8_tab(plb_kv_txt_f8('a', 1.0d), plb_kv_txt_f8('b', 2.0d))",
+    ({"b": 2.0, "a": 1.0}, DICT, "plb_dict_txt_f8(plb_kv_txt_f8('a', 1.0d), plb_kv_txt_f8('b', 2.0d))",
      "ARRAY[ROW('a', 1.0::double precision)::plb_kv_txt_f8, ROW('b', 2.0::double precision)::plb_kv_txt_f8]"
      "::plb_kv_txt_f8[]"),
     ({3, 1}, PyType("set", (INT,)), "plb_num_tab(1, 3)", "ARRAY[1, 3]::bigint[]"),

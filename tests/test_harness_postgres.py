@@ -107,3 +107,19 @@ def test_json_and_variant_values_round_trip_through_the_harness(pg_engine):
     assert validate_task(pg_engine, task).status == "passed"
     task = typed_task(["xs"], [(([1, "a", 2.5],), [1, "a"]), (([True],), [])])
     assert validate_task(pg_engine, task).status == "passed"
+
+
+@pytest.mark.parametrize("entry", ["power", "gcd", "sum"])
+def test_task_functions_named_like_builtins_are_the_ones_called(pg_engine, entry):
+    task = typed_task(["a", "b"], [((3, 4), 81), ((2, 3), 8)], entry=entry)
+    assert run_block(pg_engine, task, "  RETURN CASE a WHEN 3 THEN 81 ELSE 8 END;").all_passed
+    assert not run_block(pg_engine, task, "  RETURN 0;").all_passed
+    assert validate_task(pg_engine, task).status == "passed"
+
+
+def test_lists_of_dicts_get_a_wrapper_distinct_from_the_pair_type(pg_engine):
+    task = typed_task(["n"], [((2,), [{}, {1: 2}]), ((0,), [])])
+    em = TaskEmitter(task, "postgres")
+    assert em.setup_statements() == ["CREATE TYPE plb_kv_i8_i8 AS (k bigint, v bigint);",
+                                     "CREATE TYPE plb_dict_i8_i8 AS (items plb_kv_i8_i8[]);"]
+    assert validate_task(pg_engine, task).status == "passed"

@@ -4,7 +4,8 @@ A dialect turns the dialect-neutral `PyType` model into SQL: type spellings,
 named type DDL (emitted once per unique shape, with deterministic names),
 literals, equality expressions and program-unit text. Shape tokens name types
 by their SQL shape in prefix notation with arities (`rec2_i8_txt`,
-`list_rec2_i8_txt`), so two different shapes never share a name.
+`list_rec2_i8_txt`, `dict_txt_i8`), so two different shapes never share a name; the
+(key, value) element of a dict is `kv_<key>_<value>`.
 """
 
 from __future__ import annotations
@@ -58,15 +59,20 @@ class Dialect:
     reserved: frozenset[str]
 
     # ---- identifiers ---------------------------------------------------
-    def identifier(self, name: str, taken: set[str]) -> tuple[str, str | None]:
+    builtins: frozenset[str] = frozenset()
+
+    def identifier(self, name: str, taken: set[str], function: bool = False) -> tuple[str, str | None]:
         """A safe unquoted identifier for a Python name, and why it was renamed (or None).
 
         Names are folded the way the dialect folds unquoted identifiers, so two
         Python names that differ only in case would collide: those are renamed too.
+        A function also avoids the names of the dialect's built-in functions.
         """
         candidate, why = name, None
         if candidate.upper() in self.reserved:
             candidate, why = f"{name}_", f"'{name}' is a reserved word in {self.display_name}"
+        elif function and candidate.upper() in self.builtins:
+            candidate, why = f"{name}_", f"'{name}' is a built-in function in {self.display_name}"
         if len(candidate.encode()) > self.max_identifier_bytes:
             digest = hashlib.sha1(name.encode()).hexdigest()[:8]
             candidate = f"{name[: self.max_identifier_bytes - 9]}_{digest}"
@@ -108,7 +114,7 @@ def shape_token(t: PyType, int_token: str) -> str:
     if t.kind in ("list", "tuple_seq", "set"):
         return "list_" + shape_token(t.elem, int_token)
     if t.kind == "dict":
-        return "kv_" + shape_token(t.args[0], int_token) + "_" + shape_token(t.args[1], int_token)
+        return "dict_" + shape_token(t.args[0], int_token) + "_" + shape_token(t.args[1], int_token)
     prefix = {"record": "rec", "variant": "var"}[t.kind]
     return f"{prefix}{len(t.args)}_" + "_".join(shape_token(a, int_token) for a in t.args)
 
@@ -165,3 +171,8 @@ def json_text(value: Any) -> str:
         return v
 
     return json.dumps(convert(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def kv_token(t: PyType, int_token: str) -> str:
+    """Token of the (key, value) element type of a dict type."""
+    return "kv_" + shape_token(t.args[0], int_token) + "_" + shape_token(t.args[1], int_token)

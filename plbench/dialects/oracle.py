@@ -26,6 +26,7 @@ from plbench.dialects.base import (
     Unit,
     UnrepresentableValue,
     json_text,
+    kv_token,
     shape_token,
     sort_unordered,
     variant_member,
@@ -44,6 +45,14 @@ SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO T
 UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH
 BEGIN CASE CLUSTERS COLAUTH COLUMNS CRASH CURSOR DECLARE END EXCEPTION FETCH FUNCTION GOTO IF INDEXES
 OVERLAPS PROCEDURE SQL SUBTYPE TABAUTH TYPE VIEWS WHEN
+""".split())
+
+# Built-in SQL functions of the STANDARD package: a schema-level function of the same name is
+# not what an unqualified call reaches from PL/SQL, so task functions never take these names.
+ORACLE_BUILTINS = frozenset("""
+ABS ACOS ASCII ASIN ATAN AVG CEIL CHR CONCAT COS COUNT DECODE EXP FLOOR GREATEST INITCAP INSTR LEAST LENGTH LN
+LOG LOWER LPAD LTRIM MAX MEDIAN MIN MOD NVL POWER REPLACE REVERSE ROUND RPAD RTRIM SIGN SIN SQRT SUBSTR SUM TAN
+TRANSLATE TRIM TRUNC UPPER
 """.split())
 
 MAX_NUMBER_DIGITS = 38
@@ -75,6 +84,7 @@ class OracleDialect(Dialect):
     display_name = "Oracle"
     max_identifier_bytes = 128
     reserved = ORACLE_RESERVED
+    builtins = ORACLE_BUILTINS
     output_mechanism = "DBMS_OUTPUT.PUT_LINE"
 
     # ---- types -----------------------------------------------------------
@@ -93,9 +103,8 @@ class OracleDialect(Dialect):
         if kind in ("list", "tuple_seq", "set"):
             return self._table_of(t.elem, env)
         if kind == "dict":
-            kv = self._object(f"kv_{self._token(t.args[0])}_{self._token(t.args[1])}",
-                              [("k", t.args[0]), ("v", t.args[1])], env)
-            return self._named(f"{kv[4:]}_tab", f"TABLE OF {kv}", env)
+            kv = self._object(kv_token(t, _TYPE_TOKEN_INT), [("k", t.args[0]), ("v", t.args[1])], env)
+            return self._named(self._token(t), f"TABLE OF {kv}", env)
         if kind == "record":
             return self._object(self._token(t), [(f"f{i + 1}", a) for i, a in enumerate(t.args)], env)
         if kind == "variant":
@@ -157,7 +166,7 @@ class OracleDialect(Dialect):
             return f"{self.sql_type(t, env)}({', '.join(self.literal(v, t.elem, env, top=False) for v in items)})"
         if kind == "dict":
             table = self.sql_type(t, env)
-            kv = table[: -len("_tab")]
+            kv = self.type_identifier(kv_token(t, _TYPE_TOKEN_INT))
             pairs = [f"{kv}({self.literal(k, t.args[0], env, False)}, {self.literal(v, t.args[1], env, False)})"
                      for k, v in sort_unordered(value)]
             return f"{table}({', '.join(pairs)})"
@@ -220,6 +229,9 @@ class OracleDialect(Dialect):
                 "    IF NOT found THEN RETURN FALSE; END IF;\n    j := b.NEXT(j);\n  END LOOP;\n  RETURN TRUE;")
 
     # ---- program units and harness ---------------------------------------------
+    def typed_argument(self, literal: str, sql_type: str) -> str:
+        return literal  # PL/SQL overloads do not compete with schema functions by argument type
+
     def create_function(self, unit: Unit, replace: bool = False) -> str:
         params = ", ".join(f"{n} IN {t}" for n, t in unit.params)
         decl = f"\n{unit.declarations}" if unit.declarations else ""

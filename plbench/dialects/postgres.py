@@ -24,6 +24,7 @@ from plbench.dialects.base import (
     Unit,
     UnrepresentableValue,
     json_text,
+    kv_token,
     needs_tolerance,
     needs_unordered,
     shape_token,
@@ -32,8 +33,9 @@ from plbench.dialects.base import (
 )
 from plbench.mbpp.pytypes import PyType
 
-# SQL key words reserved in PostgreSQL (Appendix C, "reserved" and "reserved, can be function or
-# type") plus PL/pgSQL's reserved words; a parameter or function may not take these names unquoted.
+# SQL key words reserved in PostgreSQL (Appendix C: "reserved", "reserved, can be function or
+# type", and "non-reserved, cannot be function or type", which parameter names may not be either)
+# plus PL/pgSQL's reserved words; a parameter or function may not take these names unquoted.
 POSTGRES_RESERVED = frozenset("""
 ALL ANALYSE ANALYZE AND ANY ARRAY AS ASC ASYMMETRIC AUTHORIZATION BINARY BOTH CASE CAST CHECK COLLATE
 COLLATION COLUMN CONCURRENTLY CONSTRAINT CREATE CROSS CURRENT_CATALOG CURRENT_DATE CURRENT_ROLE
@@ -44,6 +46,10 @@ ONLY OR ORDER OUTER OVERLAPS PLACING PRIMARY REFERENCES RETURNING RIGHT SELECT S
 SYMMETRIC SYSTEM_USER TABLE TABLESAMPLE THEN TO TRAILING TRUE UNION UNIQUE USER USING VARIADIC VERBOSE WHEN
 WHERE WINDOW WITH
 BEGIN BY DECLARE EXECUTE FOREACH IF LOOP STRICT WHILE
+BETWEEN BIGINT BIT BOOLEAN CHAR CHARACTER COALESCE DEC DECIMAL EXISTS EXTRACT FLOAT GREATEST GROUPING INOUT INT
+INTEGER INTERVAL JSON JSON_ARRAY JSON_ARRAYAGG JSON_OBJECT JSON_OBJECTAGG LEAST NATIONAL NCHAR NONE NORMALIZE NULLIF
+NUMERIC OUT OVERLAY POSITION PRECISION REAL ROW SETOF SMALLINT SUBSTRING TIME TIMESTAMP TREAT TRIM VALUES VARCHAR
+XMLATTRIBUTES XMLCONCAT XMLELEMENT XMLEXISTS XMLFOREST XMLNAMESPACES XMLPARSE XMLPI XMLROOT XMLSERIALIZE XMLTABLE
 """.split())
 
 _SCALAR_SQL = {"float": "double precision", "str": "text", "bool": "boolean", "json": "jsonb"}
@@ -93,14 +99,17 @@ class PostgresDialect(Dialect):
         if kind in ("list", "tuple_seq", "set"):
             return self._element_type(t.elem, env) + "[]"
         if kind == "dict":
-            return self._composite(f"kv_{self._token(t.args[0], env)}_{self._token(t.args[1], env)}",
-                                   [("k", t.args[0]), ("v", t.args[1])], env) + "[]"
+            return self._kv(t, env) + "[]"
         if kind == "record":
             return self._composite(self._token(t, env), [(f"f{i + 1}", a) for i, a in enumerate(t.args)], env)
         if kind == "variant":
             fields = [("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
             return self._composite(self._token(t, env), fields, env)
         raise UnrepresentableValue("unsupported_type", f"no PostgreSQL type for {t.describe()}")
+
+    def _kv(self, t: PyType, env: TypeEnv) -> str:
+        int_token = "i8" if env.int_sql == "bigint" else "num"
+        return self._composite(kv_token(t, int_token), [("k", t.args[0]), ("v", t.args[1])], env)
 
     def _element_type(self, elem: PyType, env: TypeEnv) -> str:
         if elem.is_collection:  # arrays of arrays go through a wrapper composite
@@ -133,7 +142,7 @@ class PostgresDialect(Dialect):
             items = sort_unordered(value) if kind == "set" else list(value)
             return self._array([self._element_literal(v, t.elem, env) for v in items], self.sql_type(t, env))
         if kind == "dict":
-            kv = self.sql_type(t, env)[:-2]
+            kv = self._kv(t, env)
             pairs = [f"ROW({self.literal(k, t.args[0], env)}, {self.literal(v, t.args[1], env)})::{kv}"
                      for k, v in sort_unordered(value)]
             return self._array(pairs, kv + "[]")
@@ -146,6 +155,14 @@ class PostgresDialect(Dialect):
                 self.literal(value if m == member else None, m, env) for m in t.args]
             return f"ROW({', '.join(fields)})::{self.sql_type(t, env)}"
         raise UnrepresentableValue("unsupported_type", f"no PostgreSQL literal for {t.describe()}")
+
+    def typed_argument(self, literal: str, sql_type: str) -> str:
+        """A call argument cast to the parameter's type, so the task's function is an exact match.
+
+        An untyped `3` would let pg_catalog's power(double precision, ...) or gcd(integer, ...)
+        win overload resolution over a task function named power(bigint, bigint).
+        """
+        return literal if literal.endswith(f"::{sql_type}") else f"{literal}::{sql_type}"
 
     def _element_literal(self, value: Any, elem: PyType, env: TypeEnv) -> str:
         if elem.is_collection:
@@ -200,8 +217,8 @@ class PostgresDialect(Dialect):
                      + self.eq(t.args[1], f"({bj}).v", "(a[array_lower(a, 1) + i]).v", env))
         # b is the expected value (distinct elements / keys): equal sizes and every
         # expected element found in the actual one means a is a permutation of b.
-        return (head + "  FOR i IN 0 .. cardinality(a) - 1 LOOP\n    found := false;\n"
-                "    FOR j IN 0 .. cardinality(b) - 1 LOOP\n"
+        return (head + "  FOR j IN 0 .. cardinality(b) - 1 LOOP\n    found := false;\n"
+                "    FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
                 f"      IF coalesce({match}, false) THEN found := true; EXIT; END IF;\n    END LOOP;\n"
                 "    IF NOT found THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;")
 

@@ -75,7 +75,7 @@ class TaskEmitter:
         self.env = self._new_env(task.comparison.atol, task.comparison.rtol)
         taken: set[str] = set()
         self.renamed: dict[str, str] = {}
-        self.function_name = self._identifier(task.entry_point, taken)
+        self.function_name = self._identifier(task.entry_point, taken, function=True)
         self.params = [(self._identifier(name, taken), t) for name, t in task.signature.params]
         self.sql_params = tuple((ident, self.dialect.sql_type(t, self.env)) for ident, t in self.params)
         self.sql_returns = self.dialect.sql_type(task.signature.returns, self.env)
@@ -83,8 +83,8 @@ class TaskEmitter:
     def _new_env(self, atol: float, rtol: float) -> TypeEnv:
         return TypeEnv(int_sql=self.dialect.int_type(self.task.ints_fit_bigint), atol=atol, rtol=rtol)
 
-    def _identifier(self, name: str, taken: set[str]) -> str:
-        ident, why = self.dialect.identifier(name, taken)
+    def _identifier(self, name: str, taken: set[str], function: bool = False) -> str:
+        ident, why = self.dialect.identifier(name, taken, function)
         if why:
             self.renamed[name] = ident
         return ident
@@ -101,7 +101,8 @@ class TaskEmitter:
         return [self.dialect.literal(v, t, self.env) for v, (_, t) in zip(case.args, self.params)]
 
     def call(self, case: TestCase) -> str:
-        return f"{self.function_name}({', '.join(self.literals(case))})"
+        args = [self.dialect.typed_argument(lit, sql) for lit, (_, sql) in zip(self.literals(case), self.sql_params)]
+        return f"{self.function_name}({', '.join(args)})"
 
     def test_block_statements(self) -> list[str]:
         """Helper statements (PostgreSQL pg_temp functions) followed by the one anonymous block."""
