@@ -30,8 +30,9 @@ def dagster_home() -> Path:
     home = Path(os.environ.get("DAGSTER_HOME") or project_root() / ".dagster")
     home.mkdir(parents=True, exist_ok=True)
     settings = project_root() / "dagster.yaml"
-    if settings.exists() and not (home / "dagster.yaml").exists():
-        shutil.copyfile(settings, home / "dagster.yaml")
+    target = home / "dagster.yaml"
+    if settings.exists() and (not target.exists() or target.read_bytes() != settings.read_bytes()):
+        shutil.copyfile(settings, target)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -51,36 +52,58 @@ def _config(args: argparse.Namespace) -> BuildConfig:
                                 out_dir=Path(args.out).resolve() if getattr(args, "out", None) else None)
 
 
-def _run(config: BuildConfig, selection: list[list[str]] | None) -> int:
+def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None):
+    """Run the rebuild job (or a selection of its assets) in-process; returns Dagster's result."""
     import dagster as dg
 
     from pipelines.definitions import REBUILD_JOB, build_definitions
 
-    dagster_home()
     job = build_definitions(config).resolve_job_def(REBUILD_JOB)
-    keys = [dg.AssetKey(k) for k in selection] if selection else None
-    with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False)
+    options = {"asset_selection": [dg.AssetKey(k) for k in selection] if selection else None,
+               "raise_on_error": False, "run_config": {"loggers": {"console": {"config": {"log_level": "INFO"}}}}}
+    if instance is not None:
+        return job.execute_in_process(instance=instance, **options)
+    dagster_home()
+    with dg.DagsterInstance.get() as persistent:
+        return job.execute_in_process(instance=persistent, **options)
+
+
+def failure_messages(result) -> list[tuple[str, str]]:
+    """(step, message) of each failed step, the message being the root cause's, not Dagster's wrapper."""
+    messages = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            messages.append((event.step_key, error.message.strip()))
+    return messages
+
+
+def report(result) -> int:
+    """Print what failed (steps, blocking checks) or the release summary; the exit code."""
     if not result.success:
-        for event in result.all_events:
-            if event.is_failure and event.step_failure_data:
-                print(f"plbench: step {event.step_key} failed: {event.step_failure_data.error.message.strip()}",
-                      file=sys.stderr)
-        failed_checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
-        for check in failed_checks:
-            print(f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
-                  f"{json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)}", file=sys.stderr)
+        for step, message in failure_messages(result):
+            print(f"plbench: step {step} failed: {message}", file=sys.stderr)
+        for check in result.get_asset_check_evaluations():
+            if not check.passed:
+                details = json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)
+                print(f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
+                      f"{details}", file=sys.stderr)
         return 1
     for event in result.get_asset_materialization_events():
         meta = event.materialization.metadata
-        if "path" in meta:
-            print(f"release written to {meta['path'].value}")
+        if "release_path" in meta:
+            print(f"release written to {meta['release_path'].value}")
             print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
+        elif event.asset_key.path[0] == "replay_validation":
+            print(f"{event.asset_key.to_user_string()}: "
+                  f"{json.dumps({k: v.value for k, v in meta.items()}, default=str)}")
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    return _run(_config(args), None)
+    return report(execute(_config(args)))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -89,7 +112,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
     if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
         selection.append(["release"])
-    return _run(_config(args), selection)
+    return report(execute(_config(args), selection))
 
 
 def cmd_dev(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines.assets import mbpp, release, replay
-from plbench.config import BuildConfig, project_root
+from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"
 
@@ -18,7 +18,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
                                   description="Rebuild the release from raw sources, every stage.")],
         resources={
             "build": config,
-            "io_manager": dg.FilesystemIOManager(base_dir=str(project_root() / ".dagster" / "storage")),
+            "io_manager": dg.FilesystemIOManager(base_dir=str(config.storage_dir)),
         },
     )
 

@@ -33,6 +33,7 @@ class BuildConfig:
     min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
     # MBPP+ runs ~100 generated inputs per task in one child: room for the slow ones.
     sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(cpu_seconds=60, wall_seconds=120.0))
+    catalog: dict | None = None  # source catalog override (tests); None: plbench.raw_sources.CATALOG
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -47,6 +48,11 @@ class BuildConfig:
 
     def with_(self, **changes) -> BuildConfig:
         return replace(self, **changes)
+
+    @property
+    def storage_dir(self) -> Path:
+        """Where Dagster keeps stored asset values (so one stage can be rerun from them)."""
+        return self.cache_dir / "dagster-storage"
 
     @property
     def pg_data_dir(self) -> Path:

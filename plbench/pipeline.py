@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from plbench.config import BuildConfig
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import UnrepresentableValue
 from plbench.engines.base import Engine
-from plbench.mbpp.artifacts import TaskEmitter, TypedTask
+from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.cases import cases_from_sandbox, extract_mbpp, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractedTask, ExtractionError
 from plbench.mbpp.pytypes import TypingError
@@ -52,7 +52,7 @@ class Ingested:
 
 def ingest(config: BuildConfig, subset: str) -> Ingested:
     """Resolve (mirror or download, always checksum-verified) and read one subset's raw files."""
-    sources = {s.relative_path: s for s in CATALOG[subset]}
+    sources = {s.relative_path: s for s in (config.catalog or CATALOG)[subset]}
     paths = {rel: resolve(s, config.raw_dir, config.download_dir) for rel, s in sources.items()}
     if subset == "mbpp":
         main, sanitized = "mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"
@@ -114,11 +114,9 @@ def infer_signatures(extracted: StageOutput, ingested: list[Ingested]) -> StageO
 
 @dataclass(frozen=True)
 class TaskArtifacts:
-    """The emitted text of one task in one dialect."""
+    """One task in one dialect: the cases that dialect holds, and the emitted text."""
 
-    task_id: str
-    subset: str
-    source_id: str
+    task: TypedTask  # the dialect's cases (a case whose values it cannot encode is dropped)
     dialect: str
     prompt: str
     signature: str
@@ -127,26 +125,50 @@ class TaskArtifacts:
     test_block: str
     test_cases: str
     types: tuple[tuple[str, str], ...]  # (type name, DDL) in creation order
-    renamed: tuple[tuple[str, str], ...]
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
 
 
 def emit_artifacts(task: TypedTask, dialect: str) -> TaskArtifacts:
     em = TaskEmitter(task, dialect)
     test_block = em.script(em.test_block_statements())
     return TaskArtifacts(
-        task.task_id, task.subset, task.source_id, dialect, em.prompt(), em.signature_json(),
-        em.script(em.setup_statements()) if em.env.types else "", em.scaffold(), test_block,
-        em.test_cases_json(), tuple(em.env.types.items()), tuple(sorted(em.renamed.items())))
+        task, dialect, em.prompt(), em.signature_json(), em.script(em.setup_statements()) if em.env.types else "",
+        em.scaffold(), test_block, em.test_cases_json(), tuple(em.env.types.items()))
+
+
+def representable_cases(task: TypedTask, dialect: str) -> tuple[TypedTask, list[Rejection]]:
+    """The task without the cases whose values the dialect cannot encode; raises when none is left."""
+    em = TaskEmitter(task, dialect)
+    kept, dropped = [], []
+    for case in task.cases:
+        try:
+            em.literals(case)
+            em.dialect.literal(case.expected, task.signature.returns, em.env)
+            kept.append(case)
+        except UnrepresentableValue as exc:
+            dropped.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
+                                     f"{case.origin}: {exc.detail}", dialect=dialect, level="case"))
+    if not kept:
+        raise UnrepresentableValue(dropped[0].reason_code, dropped[0].detail)
+    if not dropped:
+        return task, []
+    return replace(task, cases=tuple(kept), ints_fit_bigint=ints_fit_bigint(tuple(kept))), dropped
 
 
 def build_tasks(typed: StageOutput) -> StageOutput:
-    """Artifacts for every task and dialect; a value a dialect cannot encode rejects that dialect only."""
+    """Artifacts for every task and dialect. Cases a dialect cannot encode are dropped for that
+    dialect only; a task left with none is rejected for that dialect only."""
     start = time.perf_counter()
     out = StageOutput([])
     for task in typed.items:
         for dialect in sorted(DIALECTS):
             try:
-                out.items.append(emit_artifacts(task, dialect))
+                dialect_task, dropped = representable_cases(task, dialect)
+                out.items.append(emit_artifacts(dialect_task, dialect))
+                out.rejections.extend(dropped)
             except UnrepresentableValue as exc:
                 out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
                                                 exc.detail, dialect=dialect))
@@ -206,11 +228,10 @@ def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
                                 statement_timeout_s=config.statement_timeout_s)
 
 
-def replay_stage(config: BuildConfig, typed: StageOutput, tasks: StageOutput, dialect: str) -> ReplayReport:
+def replay_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> ReplayReport:
     """Replay every task that has artifacts in this dialect, on that dialect's engine."""
     start = time.perf_counter()
-    emitted = {a.task_id for a in tasks.items if a.dialect == dialect}
-    todo = [t for t in typed.items if t.task_id in emitted]
+    todo = [a.task for a in tasks.items if a.dialect == dialect]
     engine = open_engine(config, dialect)
     if isinstance(engine, str):
         return ReplayReport(dialect, ran=False, reason=engine)

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def task_id(subset: str, source_id: str) -> str:
+    """The stable release id of a task: `mbpp/11`, `mbpp_plus/2` (MBPP+ ids are `Mbpp/2`)."""
+    return f"{subset}/{source_id.split('/')[-1]}"
+
+
 @dataclass(frozen=True)
 class Rejection:
     """An input that did not make it into the release, and why.

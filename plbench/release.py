@@ -25,7 +25,7 @@ from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.artifacts import TypedTask
 from plbench.pipeline import ReplayReport, collect_types
-from plbench.records import Rejection
+from plbench.records import Rejection, task_id
 
 SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0"}
 LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0"}
@@ -77,18 +77,17 @@ def plsql_constructs(task: TypedTask) -> list[str]:
     return sorted(found)
 
 
-def task_rows(typed: list[TypedTask], artifacts: list, replays: dict, reference_code: dict,
+def task_rows(artifacts: list, replays: dict, reference_code: dict,
               raw_sha: dict[str, str], build: str) -> tuple[list[dict], list[Rejection]]:
     """One row per released task and dialect, and a rejection for each task a dialect does not release.
 
     A dialect whose replay did not run (no server) releases a task only when the PostgreSQL
     replay of the same cases passed, and its row says `not_run` with the reason.
     """
-    by_task = {t.task_id: t for t in typed}
     results = {d: {r.task_id: r for r in report.results} for d, report in replays.items()}
     rows, rejections = [], []
     for art in artifacts:
-        task, report = by_task[art.task_id], replays[art.dialect]
+        task, report = art.task, replays[art.dialect]
         status, detail, engine, mutants = _replay_fields(art, report, results)
         if status not in ("passed", "not_run"):
             rejections.append(Rejection(task.subset, task.source_id, "replay_validation",
@@ -187,7 +186,7 @@ def build_manifest(config: BuildConfig, version: str, build: str, ingested: list
     subsets, validation = {}, {}
     for subset in ingested:
         subsets[subset.subset] = subset_counts(subset.subset, subset.input_count, rows, rejections)
-        ids = {f"{subset.subset}/{p.source_id.split('/')[-1]}" for p in subset.problems}
+        ids = {task_id(subset.subset, p.source_id) for p in subset.problems}
         validation[subset.subset] = {d: _validation_entry(report, ids) for d, report in sorted(replays.items())}
     return {
         "version": version, "builder_version": __version__, "build_id": build,
@@ -260,7 +259,7 @@ def dataset_card(manifest: dict) -> str:
     return "\n".join(lines)
 
 
-def assemble_release(config: BuildConfig, ingested: list, stages: list, typed: list[TypedTask], artifacts: list,
+def assemble_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
                      replays: dict) -> tuple[Path, dict]:
     """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile."""
     inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
@@ -268,7 +267,7 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, typed: l
     version = release_version(config, build)
     reference = {(p.subset, p.source_id): p.reference_code for subset in ingested for p in subset.problems}
     raw_sha = {subset.subset: next(iter(subset.inputs.values())) for subset in ingested}
-    rows, replay_rejections = task_rows(typed, artifacts, replays, reference, raw_sha, build)
+    rows, replay_rejections = task_rows(artifacts, replays, reference, raw_sha, build)
     rejections = [r for subset in ingested for r in subset.rejections]
     rejections += [r for stage in stages for r in stage.rejections] + replay_rejections
     released = {(r["task_id"], r["dialect"]) for r in rows}

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from plbench.config import BuildConfig
+from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.pipeline import (
     Ingested,
     StageOutput,
@@ -12,6 +12,7 @@ from plbench.pipeline import (
     infer_signatures,
     ingest,
 )
+from plbench.records import task_id
 
 GROUP = "mbpp"
 
@@ -83,10 +84,10 @@ def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_signatures: StageOutput) 
 @dg.asset_check(asset=mbpp_tasks, blocking=True, additional_ins={"mbpp_signatures": dg.AssetIn()},
                 description="Every typed task has artifacts or a rejection, in every dialect.")
 def mbpp_tasks_reconcile(mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) -> dg.AssetCheckResult:
-    from plbench.config import DIALECT_NAMES
 
     emitted = {(a.task_id, a.dialect) for a in mbpp_tasks.items}
-    rejected = {(f"{r.subset}/{r.source_id.split('/')[-1]}", r.dialect) for r in mbpp_tasks.rejections}
+    rejected = {(task_id(r.subset, r.source_id), r.dialect) for r in mbpp_tasks.rejections
+                if r.level == "task"}
     missing = [(t.task_id, d) for t in mbpp_signatures.items for d in DIALECT_NAMES
                if ((t.task_id, d) in emitted) == ((t.task_id, d) in rejected)]
     return dg.AssetCheckResult(passed=not missing, metadata={"unreconciled": dg.MetadataValue.json(missing[:50])})

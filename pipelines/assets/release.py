@@ -21,10 +21,10 @@ def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConf
             replay_postgres: ReplayReport, replay_oracle: ReplayReport) -> str:
     ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
     path, manifest = assemble_release(
-        build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_signatures.items,
-        mbpp_tasks.items, {"postgres": replay_postgres, "oracle": replay_oracle})
+        build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_tasks.items,
+        {"postgres": replay_postgres, "oracle": replay_oracle})
     context.add_output_metadata({
-        "path": str(path), "version": manifest["version"],
+        "release_path": str(path), "version": manifest["version"],
         "subsets": dg.MetadataValue.json(manifest["subsets"]),
         "validation": dg.MetadataValue.json(manifest["validation"])})
     return str(path)

@@ -19,11 +19,10 @@ GROUP = "validation"
 
 def _replay_asset(dialect: str):
     @dg.asset(key=["replay_validation", dialect], group_name=GROUP, kinds={dialect},
-              ins={"mbpp_signatures": dg.AssetIn(), "mbpp_tasks": dg.AssetIn()},
               description=f"Replay and mutation checks of every task's {dialect} test block on a real server.")
     def replay(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-               mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) -> ReplayReport:
-        report = replay_stage(build, mbpp_signatures, mbpp_tasks, dialect)
+               mbpp_tasks: StageOutput) -> ReplayReport:
+        report = replay_stage(build, mbpp_tasks, dialect)
         meta = {"ran": report.ran, "seconds": round(report.seconds, 2)}
         if report.ran:
             meta.update({"engine": report.engine,

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from plbench import records
 from plbench.dialects import DIALECTS, Dialect, TypeEnv
 from plbench.dialects.base import Unit
 from plbench.mbpp.extract import Comparison, TestCase
@@ -44,7 +45,7 @@ class TypedTask:
 
     @property
     def task_id(self) -> str:
-        return f"{self.subset}/{self.source_id.split('/')[-1]}"
+        return records.task_id(self.subset, self.source_id)
 
 
 def _walk_values(value: Any):

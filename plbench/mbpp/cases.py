@@ -42,6 +42,13 @@ def _parse_asserts(problem: RawProblem) -> tuple[list[tuple[str, ParsedAssert]],
     return parsed, dropped
 
 
+def _no_cases(dropped: list[Rejection], what: str) -> ExtractionError:
+    """A task left without cases is rejected for its cases' reason when they share one."""
+    reasons = {r.reason_code for r in dropped}
+    reason = reasons.pop() if len(reasons) == 1 else "no_test_cases"
+    return ExtractionError(reason, f"{what}: " + "; ".join(r.detail for r in dropped[:5])[:1000])
+
+
 def _single_entry_point(parsed: list[ParsedAssert]) -> str:
     names = sorted({p.function for p in parsed})
     if len(names) != 1:
@@ -55,9 +62,7 @@ def extract_mbpp(problem: RawProblem) -> tuple[ExtractedTask, list[Rejection]]:
         raise ExtractionError("needs_setup_code", "the tests rely on test_setup_code")
     parsed, dropped = _parse_asserts(problem)
     if not parsed:
-        reasons = sorted({r.reason_code for r in dropped})
-        raise ExtractionError(dropped[0].reason_code if len(reasons) == 1 else "no_test_cases",
-                              "no assert could be extracted: " + "; ".join(r.detail for r in dropped))
+        raise _no_cases(dropped, "no assert could be extracted")
     asserts = [p for _, p in parsed]
     entry = _single_entry_point(asserts)
     task = ExtractedTask(
@@ -165,7 +170,7 @@ def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Reje
         else:
             dropped.append(_case_rejection(problem, origin, _SANDBOX_CASE_REASONS[outcome.status], outcome.detail))
     if not cases:
-        raise ExtractionError("no_test_cases", "the reference solution produced no usable output")
+        raise _no_cases(dropped, "the reference solution produced no usable output")
     notes = ()
     if result.mutated_inputs:
         notes = (f"the reference solution mutates its arguments in {len(result.mutated_inputs)} cases; "

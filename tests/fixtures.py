@@ -1,0 +1,97 @@
+"""A miniature raw mirror the tests write themselves: MBPP and MBPP+ problems covering every rule.
+
+`write_mirror(root)` writes the files in the mirror's layout and returns a source catalog
+whose checksums match them, so the real ingestion code (checksums included) reads them.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from plbench.raw_sources import SourceFile
+
+MBPP = [
+    # plain ints and lists
+    {"task_id": 1, "text": "Sort a list.", "code": "def sort_list(xs):\n    return sorted(xs)",
+     "test_list": ["assert sort_list([3, 1, 2]) == [1, 2, 3]", "assert sort_list([]) == []",
+      "assert sort_list([5, 5, 1]) == [1, 5, 5]"]},
+    # a record result and a reserved parameter name
+    {"task_id": 2, "text": "Min and its name.", "code": "def pick(order):\n    return (min(order), 'min')",
+     "test_list": ["assert pick([3, 1]) == (1, 'min')", "assert pick([7]) == (7, 'min')"]},
+    # a dict result, order-free
+    {"task_id": 3, "text": "Count letters.",
+     "code": "def count(s):\n    d = {}\n    for c in s:\n        d[c] = d.get(c, 0) + 1\n    return d",
+     "test_list": ["assert count('aab') == {'a': 2, 'b': 1}", "assert count('') == {}"]},
+    # set comparison
+    {"task_id": 4, "text": "Shared elements.", "code": "def shared(a, b):\n    return tuple(set(a) & set(b))",
+     "test_list": ["assert set(shared((3, 4, 5), (5, 4, 9))) == set((4, 5))",
+                   "assert set(shared((1, 2), (3,))) == set(())"]},
+    # floats with isclose, and a bare assert
+    {"task_id": 5, "text": "Circle area.", "code": "import math\ndef area(r):\n    return math.pi * r * r",
+     "test_list": ["assert math.isclose(area(2), 12.566, rel_tol=0.001)", "assert area(1) == 3.141592653589793"]},
+    {"task_id": 6, "text": "Is even.", "code": "def is_even(n):\n    return n % 2 == 0",
+     "test_list": ["assert is_even(2)", "assert not is_even(3)"]},
+    # mixed shapes become JSON
+    {"task_id": 7, "text": "Flatten and sum.",
+     "code": "def deep_sum(xs):\n    return sum(deep_sum(x) if isinstance(x, list) else x for x in xs)",
+     "test_list": ["assert deep_sum([1, [2, 3], 4]) == 10", "assert deep_sum([[1]]) == 1"]},
+    # rejections: a non-literal argument, setup code, a set where a dict is expected
+    {"task_id": 8, "text": "Tree height.", "code": "def height(t):\n    return 0",
+     "test_list": ["assert height(root) == 3"]},
+    {"task_id": 9, "text": "Uses setup.", "code": "def f(x):\n    return x", "test_setup_code": "x = 1",
+     "test_list": ["assert f(1) == 1"]},
+    {"task_id": 10, "text": "Inconsistent.", "code": "def g(x):\n    return x",
+     "test_list": ["assert g({1}) == 1", "assert g(2) == 2"]},
+    # a NUL character neither dialect's strings hold; an int beyond Oracle NUMBER's 38 digits
+    {"task_id": 11, "text": "Echo.", "code": "def echo(s):\n    return s",
+     "test_list": ["assert echo('a\\x00b') == 'a\\x00b'"]},
+    {"task_id": 12, "text": "Big power of ten.", "code": "def big(n):\n    return 10 ** n",
+     "test_list": ["assert big(40) == 10000000000000000000000000000000000000000", "assert big(2) == 100"]},
+]
+
+MBPP_PLUS = [
+    {"task_id": "Mbpp/1", "entry_point": "sort_list",
+     "prompt": '"""\nSort a list.\nassert sort_list([2, 1]) == [1, 2]\n"""\n',
+     "canonical_solution": "\ndef sort_list(xs):\n    xs.sort()\n    return xs\n",  # mutates its input
+     "base_input": [[[2, 1]], [[3, 1, 2]]], "plus_input": [[[]], [[9, 8, 7, 6]], [[True, False]]], "atol": 0,
+     "contract": "", "assertion": "\nassert sort_list([2, 1]) == [1, 2]\n"},
+    {"task_id": "Mbpp/4", "entry_point": "shared",
+     "prompt": '"""\nShared elements.\nassert set(shared((3, 4, 5), (5, 4, 9))) == set((4, 5))\n"""\n',
+     "canonical_solution": "\ndef shared(a, b):\n    return tuple(set(a) & set(b))\n",
+     "base_input": [[[3, 4, 5], [5, 4, 9]]], "plus_input": [[[1, 2], [2, 3]], [[], [1]]], "atol": 0,
+     "contract": "", "assertion": "\nassert shared((3, 4, 5), (5, 4, 9)) == (4, 5)\n"},
+    {"task_id": "Mbpp/12", "entry_point": "inverse",
+     "prompt": '"""\nInverse.\nassert inverse(2) == 0.5\n"""\n',
+     "canonical_solution": "\ndef inverse(x):\n    return 1 / x\n",
+     "base_input": [[2], [4]], "plus_input": [[0], [8]], "atol": 1e-6,  # 1/0 raises: that case is dropped
+     "contract": "", "assertion": "\nassert inverse(2) == 0.5\n"},
+    {"task_id": "Mbpp/13", "entry_point": "spin", "prompt": '"""\nSpin.\nassert spin(1) == 1\n"""\n',
+     "canonical_solution": "\ndef spin(x):\n    while True:\n        pass\n",  # never returns: rejected
+     "base_input": [[1]], "plus_input": [], "atol": 0, "contract": "", "assertion": "\nassert spin(1) == 1\n"},
+]
+
+SANITIZED = [{"source_file": "x", "task_id": 1, "prompt": "Sort a list.", "code": "", "test_imports": [],
+              "test_list": []}]
+
+
+def _jsonl(rows: list[dict]) -> str:
+    mbpp_defaults = {"test_setup_code": "", "challenge_test_list": []}
+    return "".join(json.dumps({**mbpp_defaults, **r} if isinstance(r["task_id"], int) else r) + "\n"
+                   for r in rows)
+
+
+def write_mirror(root: Path, malformed_line: bool = True) -> dict:
+    files = {
+        "mbpp/mbpp.jsonl": _jsonl(MBPP) + ("{not json\n" if malformed_line else ""),
+        "mbpp/sanitized-mbpp.json": json.dumps(SANITIZED),
+        "mbpp_plus/MbppPlus-v0.1.0.jsonl": _jsonl(MBPP_PLUS),
+    }
+    catalog = {"mbpp": [], "mbpp_plus": []}
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        dataset = rel.split("/")[0]
+        catalog[dataset].append(SourceFile(dataset, rel, f"http://127.0.0.1:9/{rel}", sha, "test"))
+    return {k: tuple(v) for k, v in catalog.items()}

@@ -1,0 +1,51 @@
+"""The full build on the shared raw mirror (runs only when PLBENCH_RAW_DIR names it).
+
+This is the tier that checks the numbers the project promises on the real data:
+retention per subset and dialect, replay passing for every released task, every
+mutant killed, and counts that reconcile.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.cli import execute, report
+from plbench.config import BuildConfig
+
+RAW = os.environ.get("PLBENCH_RAW_DIR")
+pytestmark = [pytest.mark.mirror,
+              pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")]
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory, pg_engine):
+    config = BuildConfig(raw_dir=Path(RAW), cache_dir=tmp_path_factory.mktemp("cache"),
+                         out_dir=tmp_path_factory.mktemp("releases"), pg_dsn=pg_engine._dsn, version="mirror")
+    instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
+                                             overrides={"telemetry": {"enabled": False}})
+    assert report(execute(config, instance=instance)) == 0
+    return json.loads((config.out_dir / "mirror" / "manifest.json").read_text())
+
+
+def test_every_input_is_released_or_rejected(manifest):
+    assert manifest["subsets"]["mbpp"]["input"] == 974 and manifest["subsets"]["mbpp_plus"]["input"] == 399
+    for counts in manifest["subsets"].values():
+        assert counts["reconciles"] == {"oracle": True, "postgres": True}
+
+
+@pytest.mark.parametrize("subset, floor", [("mbpp", 950), ("mbpp_plus", 390)])
+def test_retention_reaches_the_promised_floor_in_both_dialects(manifest, subset, floor):
+    released = manifest["subsets"][subset]["released"]
+    assert released["postgres"] >= floor and released["oracle"] >= floor, released
+
+
+@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus"])
+def test_postgres_replay_passes_and_kills_every_mutant(manifest, subset):
+    postgres = manifest["validation"][subset]["postgres"]
+    assert postgres["replay"]["ran"] and postgres["replay"]["failed"] == 0
+    assert postgres["replay"]["passed"] == manifest["subsets"][subset]["released"]["postgres"]
+    assert postgres["mutants"]["killed"] == postgres["mutants"]["total"] >= 3 * postgres["replay"]["passed"]
+    assert manifest["validation"][subset]["oracle"]["replay"]["ran"] is bool(os.environ.get("PLBENCH_ORACLE_DSN"))
