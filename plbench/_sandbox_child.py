@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from typing import Any
 
 _DETAIL_LIMIT = 500
@@ -319,9 +320,14 @@ def main() -> None:
         if isinstance(fn, str):
             protocol.send(_line({"kind": "compile_error", "detail": fn}))
         else:
+            limits, started = payload["limits"], time.monotonic()
             for index, encoded_args in enumerate(payload["cases"]):
-                protocol.send(_case_line(values, fn, alarm, index, encoded_args,
-                                         payload["limits"]["max_output_bytes"]))
+                if limits["task_seconds"] is not None and time.monotonic() - started > limits["task_seconds"]:
+                    protocol.send(_line({"kind": "case", "index": index, "status": "timeout", "value": None,
+                                         "mutated": False,
+                                         "detail": f"not run: the task's {limits['task_seconds']}s budget was spent"}))
+                    continue
+                protocol.send(_case_line(values, fn, alarm, index, encoded_args, limits["max_output_bytes"]))
         protocol.send(_line({"kind": "done"}))
     except BaseException as exc:  # noqa: BLE001 - report runner failures instead of a bare exit code
         protocol.send(_line({"kind": "fatal", "detail": _describe(exc)}))

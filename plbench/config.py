@@ -31,8 +31,11 @@ class BuildConfig:
     oracle_connect_timeout_s: float = 10.0
     workers: int = 2
     min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
-    # MBPP+ runs ~100 generated inputs per task in one child: room for the slow ones.
-    sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(cpu_seconds=60, wall_seconds=120.0))
+    # MBPP+ runs ~100 generated inputs per task in one child. A few references take seconds per
+    # input; past an 8 s budget their remaining inputs are dropped (reference_timeout) so one
+    # task cannot hold the build.
+    sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(
+        cpu_seconds=60, wall_seconds=120.0, case_seconds=5.0, task_seconds=8.0))
     catalog: dict | None = None  # source catalog override (tests); None: plbench.raw_sources.CATALOG
 
     @classmethod

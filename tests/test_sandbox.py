@@ -316,3 +316,12 @@ def test_no_sandbox_children_remain():
     run("def f():\n    return 1\n", [()])
     assert child_processes() == []
     assert os.getpid() not in child_processes()
+
+
+def test_cases_past_the_task_budget_are_reported_as_timeouts_without_running():
+    code = "import time\ndef f(x):\n    time.sleep(0.3)\n    return x"
+    result = run_reference(code, "f", [(i,) for i in range(10)], SandboxLimits(task_seconds=0.5))
+    assert result.status == "ok"
+    statuses = [c.status for c in result.cases]
+    assert statuses[:2] == ["ok", "ok"] and statuses[-1] == "timeout"
+    assert "budget" in result.cases[-1].detail

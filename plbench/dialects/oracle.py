@@ -253,11 +253,16 @@ class OracleDialect(Dialect):
     def error_text(self) -> str:
         return "SQLCODE || ': ' || SQLERRM"
 
-    def raise_no_match(self) -> str:
-        return "RAISE_APPLICATION_ERROR(-20001, 'plbench replay: no test case matches these arguments');"
-
-    def args_match(self, params: list[tuple[str, PyType]], literals: list[str], env: TypeEnv) -> str:
-        return " AND ".join(f"NVL({self.eq(t, n, lit, env)}, FALSE)" for (n, t), lit in zip(params, literals))
+    def replay_body(self, params, sql_params, sql_returns, rows, env) -> tuple[str, str]:
+        """A chain of IFs over the cases; arguments compared with the task's own equality
+        functions (exact here), declared inside the function."""
+        branches = []
+        for args, out in rows:
+            match = " AND ".join(f"NVL({self.eq(t, n, lit, env)}, FALSE)"
+                                 for (n, t), lit in zip(params, args)) or "TRUE"
+            branches.append(f"  IF {match} THEN\n    RETURN {out};\n  END IF;")
+        raise_ = "  RAISE_APPLICATION_ERROR(-20001, 'plbench replay: no test case matches these arguments');"
+        return "\n".join([*branches, raise_]), self.nested_helpers(env)
 
     def anonymous_block(self, declarations: str, body: str) -> str:
         return f"DECLARE\n{declarations}\nBEGIN\n{body}\nEND;"

@@ -249,13 +249,17 @@ class PostgresDialect(Dialect):
     def error_text(self) -> str:
         return "SQLSTATE || ': ' || SQLERRM"
 
-    def raise_no_match(self) -> str:
-        return "RAISE EXCEPTION 'plbench replay: no test case matches these arguments';"
-
-    def args_match(self, params: list[tuple[str, PyType]], literals: list[str], env: TypeEnv) -> str:
-        """Exact match of the arguments with one case's literals (record equality is exact and deep)."""
-        names = ", ".join(n for n, _ in params)
-        return f"ROW({names}) IS NOT DISTINCT FROM ROW({', '.join(literals)})"
+    def replay_body(self, params, sql_params, sql_returns, rows, env) -> tuple[str, str]:
+        """One lookup over a VALUES list of the cases: a single cached plan scanned in C,
+        much faster than a chain of PL/pgSQL IF statements for tasks with ~100 cases."""
+        columns = [f"plb_a{i + 1}" for i in range(len(params))] + ["plb_out"]
+        values = ",\n      ".join(f"({', '.join([*args, out])})" for args, out in rows)
+        wanted = " AND ".join(f"plb_v.{c} IS NOT DISTINCT FROM {n}" for c, (n, _) in zip(columns, params)) or "TRUE"
+        body = (f"  SELECT plb_v.plb_out INTO plb_result\n  FROM (VALUES\n      {values}\n  ) "
+                f"AS plb_v({', '.join(columns)})\n  WHERE {wanted}\n  LIMIT 1;\n"
+                "  IF NOT FOUND THEN\n    RAISE EXCEPTION 'plbench replay: no test case matches these arguments';\n"
+                "  END IF;\n  RETURN plb_result;")
+        return body, f"  plb_result {sql_returns};"
 
     def anonymous_block(self, declarations: str, body: str) -> str:
         return _dollar_quote_block(declarations, body)

@@ -131,13 +131,10 @@ class TaskEmitter:
         """A function with the task's signature returning outputs[i] for the arguments of case i."""
         d, ret = self.dialect, self.task.signature.returns
         exact = self._new_env(0.0, 0.0)  # arguments are matched exactly, whatever the result tolerance
-        branches = []
-        for case, output in zip(self.task.cases, outputs):
-            literals = [d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)]
-            match = d.args_match(self.params, literals, exact) if self.params else "TRUE"
-            branches.append(f"  IF {match} THEN\n    RETURN {d.literal(output, ret, exact)};\n  END IF;")
-        body = "\n".join(branches + [f"  {d.raise_no_match()}"])
-        unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, d.nested_helpers(exact))
+        rows = [([d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)], d.literal(output, ret, exact))
+                for case, output in zip(self.task.cases, outputs)]
+        body, declarations = d.replay_body(self.params, self.sql_params, self.sql_returns, rows, exact)
+        unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, declarations)
         return d.create_function(unit, replace=True)
 
     def script(self, statements: list[str]) -> str:
