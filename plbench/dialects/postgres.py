@@ -255,11 +255,13 @@ class PostgresDialect(Dialect):
         columns = [f"plb_a{i + 1}" for i in range(len(params))] + ["plb_out"]
         values = ",\n      ".join(f"({', '.join([*args, out])})" for args, out in rows)
         wanted = " AND ".join(f"plb_v.{c} IS NOT DISTINCT FROM {n}" for c, (n, _) in zip(columns, params)) or "TRUE"
-        body = (f"  SELECT plb_v.plb_out INTO plb_result\n  FROM (VALUES\n      {values}\n  ) "
+        # Into a record, not a variable of the return type: SELECT INTO a composite variable
+        # would spread a composite output over that variable's fields.
+        body = (f"  SELECT plb_v.plb_out AS value INTO plb_match\n  FROM (VALUES\n      {values}\n  ) "
                 f"AS plb_v({', '.join(columns)})\n  WHERE {wanted}\n  LIMIT 1;\n"
                 "  IF NOT FOUND THEN\n    RAISE EXCEPTION 'plbench replay: no test case matches these arguments';\n"
-                "  END IF;\n  RETURN plb_result;")
-        return body, f"  plb_result {sql_returns};"
+                "  END IF;\n  RETURN plb_match.value;")
+        return body, "  plb_match record;"
 
     def anonymous_block(self, declarations: str, body: str) -> str:
         return _dollar_quote_block(declarations, body)

@@ -146,6 +146,10 @@ def plan_mbpp_plus(problem: RawProblem) -> PlusPlan:
 # (`case_too_large`): test blocks stay executable (Oracle caps the size of a PL/SQL unit)
 # and a benchmark case is meant to be read, not to be a data dump.
 MAX_CASE_BYTES = 64 * 1024
+# Cases are kept in order (base inputs first) until their encodings add up to this; the rest
+# are dropped (`suite_too_large`). A multi-megabyte test block parses for seconds and exceeds
+# what an Oracle PL/SQL block can hold.
+MAX_SUITE_BYTES = 512 * 1024
 
 _SANDBOX_CASE_REASONS = {"error": "reference_raised", "timeout": "reference_timeout",
                          "unsupported_output": "unsupported_output_type"}
@@ -156,15 +160,20 @@ def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Reje
     problem = plan.problem
     if result.status != "ok":
         raise ExtractionError(f"reference_{result.status}", f"reference solution: {result.detail}"[:500])
-    cases, dropped = [], []
+    cases, dropped, suite_bytes = [], [], 0
     for (origin, args), outcome in zip(plan.inputs, result.cases):
+        size = len(dumps(args)) + len(dumps(outcome.value)) if outcome.status == "ok" else 0
         if outcome.status == "ok" and plan.comparison.unordered and not _hashable_items(outcome.value):
             dropped.append(_case_rejection(problem, origin, "unordered_unhashable",
                                            "the task compares results as sets, but this one is not a set"))
-        elif outcome.status == "ok" and len(dumps(args)) + len(dumps(outcome.value)) > MAX_CASE_BYTES:
+        elif outcome.status == "ok" and size > MAX_CASE_BYTES:
             dropped.append(_case_rejection(problem, origin, "case_too_large",
                                            f"arguments and result encode to more than {MAX_CASE_BYTES} bytes"))
+        elif outcome.status == "ok" and suite_bytes + size > MAX_SUITE_BYTES:
+            dropped.append(_case_rejection(problem, origin, "suite_too_large",
+                                           f"the task's cases already encode to {suite_bytes} bytes"))
         elif outcome.status == "ok":
+            suite_bytes += size
             expected = set(outcome.value) if plan.comparison.unordered else outcome.value
             cases.append(TestCase(args, expected, origin))
         else:
