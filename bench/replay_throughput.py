@@ -4,9 +4,9 @@ For each task: the setup DDL, the replay function and the test block. The baseli
 them on one raw psycopg connection in a transaction that is rolled back (no savepoints,
 no notice capture, no schema); the engine runs them through isolated sessions exactly
 as replay validation does. Both run single-threaded, on the same server, interleaved in
-rounds so machine noise hits both alike.
+rounds (alternating which goes first) so machine noise hits both alike.
 
-    python bench/replay_throughput.py [--tasks 300] [--rounds 3]
+    python bench/replay_throughput.py [--tasks 300] [--rounds 7]
 
 Reads MBPP from PLBENCH_RAW_DIR (or downloads it). Prints tasks/s for both and the ratio.
 """
@@ -26,9 +26,8 @@ from plbench.pipeline import build_tasks, extract_test_cases, infer_signatures, 
 def task_statements(config: BuildConfig, limit: int) -> list[list[str]]:
     ingested = [ingest(config, "mbpp")]
     typed = infer_signatures(extract_test_cases(ingested, config), ingested)
-    emitted = {a.task_id for a in build_tasks(typed).items if a.dialect == "postgres"}
     statements = []
-    for task in [t for t in typed.items if t.task_id in emitted][:limit]:
+    for task in [a.task for a in build_tasks(typed).items if a.dialect == "postgres"][:limit]:
         em = TaskEmitter(task, "postgres")
         statements.append(em.setup_statements() + [em.replay_function([c.expected for c in task.cases])]
                           + em.test_block_statements())
@@ -54,7 +53,7 @@ def run_baseline(engine: PostgresEngine, tasks: list[list[str]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     config = BuildConfig.from_env()
     tasks = task_statements(config, args.tasks)
@@ -63,16 +62,21 @@ def main() -> None:
         run_baseline(engine, tasks[:20])  # warm both paths: connections, catalog caches
         run_engine(engine, tasks[:20])
         base, eng = [], []
-        for _ in range(args.rounds):
-            base.append(run_baseline(engine, tasks))
-            eng.append(run_engine(engine, tasks))
+        for i in range(args.rounds):  # alternate which goes first: the machine's noise drifts
+            if i % 2:
+                eng.append(run_engine(engine, tasks))
+                base.append(run_baseline(engine, tasks))
+            else:
+                base.append(run_baseline(engine, tasks))
+                eng.append(run_engine(engine, tasks))
     finally:
         engine.close()
     b, e = statistics.median(base), statistics.median(eng)
+    ratios = sorted(x / y for x, y in zip(base, eng))
     print(f"server: {engine.version()}; tasks: {len(tasks)}; rounds: {args.rounds} (medians)")
     print(f"raw psycopg baseline: {len(tasks) / b:8.1f} tasks/s  ({b:.2f} s)")
     print(f"engine sessions:      {len(tasks) / e:8.1f} tasks/s  ({e:.2f} s)")
-    print(f"engine / baseline:    {b / e:8.1%}")
+    print(f"engine / baseline:    {statistics.median(ratios):8.1%}  (per-round range {ratios[0]:.0%}-{ratios[-1]:.0%})")
 
 
 if __name__ == "__main__":
