@@ -146,10 +146,31 @@ def subset_counts(subset: str, input_count: int, rows: list[dict], rejections: l
         reconciles[dialect] = (input_count == released[dialect] + sum(shared.values())
                                + sum(by_dialect[dialect].values()) and len(rejected_ids) ==
                                sum(shared.values()) + sum(by_dialect[dialect].values()))
-    cases_dropped = Counter(r.reason_code for r in rejections if r.subset == subset and r.level == "case")
+    case_level = [r for r in rejections if r.subset == subset and r.level == "case"]
+    cases_dropped = Counter(r.reason_code for r in case_level if r.dialect is None)
+    cases_by_dialect = {d: dict(sorted(Counter(r.reason_code for r in case_level if r.dialect == d).items()))
+                        for d in DIALECT_NAMES}
     return {"input": input_count, "released": released, "rejected": dict(sorted(shared.items())),
             "rejected_by_dialect": by_dialect, "cases_dropped": dict(sorted(cases_dropped.items())),
-            "reconciles": reconciles}
+            "cases_dropped_by_dialect": cases_by_dialect, "reconciles": reconciles}
+
+
+def diff_against_previous(out_dir: Path, rows: list[dict]) -> dict | None:
+    """Tasks added, removed and changed since the newest release already in out_dir."""
+    previous = sorted((p for p in out_dir.glob("*/tasks.parquet") if not p.parent.name.startswith(".")),
+                      key=lambda p: p.stat().st_mtime)
+    if not previous:
+        return None
+    old = {(r["task_id"], r["dialect"]): _content_hash(r) for r in pq.read_table(previous[-1]).to_pylist()}
+    new = {(r["task_id"], r["dialect"]): _content_hash(r) for r in rows}
+    return {"against": previous[-1].parent.name, "added": len(new.keys() - old.keys()),
+            "removed": len(old.keys() - new.keys()),
+            "changed": sum(1 for k in new.keys() & old.keys() if new[k] != old[k])}
+
+
+def _content_hash(row: dict) -> str:
+    fields = ("prompt", "signature", "setup_sql", "scaffold", "test_block", "test_cases")
+    return hashlib.sha256(json.dumps([row.get(f) for f in fields]).encode()).hexdigest()
 
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
@@ -273,6 +294,7 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, artifact
     released = {(r["task_id"], r["dialect"]) for r in rows}
     types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
     manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, types)
+    manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:
         raise AssertionError(f"counts do not reconcile (input != released + rejected): {broken}")

@@ -45,12 +45,14 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     assert mbpp["rejected"] == {"inconsistent_types": 1, "malformed_record": 1, "needs_setup_code": 1,
                                 "non_literal_expression": 1}
     assert mbpp["rejected_by_dialect"] == {"oracle": {"unsupported_value": 1}, "postgres": {"unsupported_value": 1}}
-    assert mbpp["cases_dropped"] == {"value_out_of_range": 1}  # big(40) in Oracle only
+    assert mbpp["cases_dropped"] == {}
+    assert mbpp["cases_dropped_by_dialect"]["oracle"] == {"value_out_of_range": 1}  # big(40) in Oracle only
     assert all(all(v.values()) for v in (c["reconciles"] for c in manifest["subsets"].values()))
     plus = manifest["subsets"]["mbpp_plus"]
     assert plus["input"] == 4 and plus["released"] == {"oracle": 3, "postgres": 3}
     assert plus["rejected"] == {"reference_timeout": 1}
     assert plus["cases_dropped"] == {"case_type_mismatch": 1, "reference_raised": 1}
+    assert manifest["diff"] is None  # the first release in its folder
     task_ids = {(r["task_id"], r["dialect"]) for r in tasks}
     assert {("mbpp/12", "postgres"), ("mbpp/12", "oracle")} <= task_ids
     oracle_big = next(r for r in tasks if r["task_id"] == "mbpp/12" and r["dialect"] == "oracle")
@@ -111,3 +113,4 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release"}
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 8
+    assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
