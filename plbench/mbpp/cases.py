@@ -69,7 +69,9 @@ def extract_mbpp(problem: RawProblem) -> tuple[ExtractedTask, list[Rejection]]:
         subset=problem.subset, source_id=problem.source_id, entry_point=entry,
         param_names=parameter_names(problem.reference_code, entry),
         cases=tuple(TestCase(p.args, p.expected, origin) for origin, p in parsed),
-        comparison=merge_comparisons(asserts), base_case_count=len(parsed))
+        comparison=merge_comparisons(asserts), base_case_count=len(parsed),
+        notes=("listed in sanitized-mbpp.json, the hand-verified subset",) if problem.extra.get("in_sanitized")
+        else ())
     return task, dropped
 
 
