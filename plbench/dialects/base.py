@@ -91,6 +91,10 @@ class Dialect:
             return name
         return "plb_t_" + hashlib.sha1(token.encode()).hexdigest()[:16]
 
+    def concat(self, *parts: str) -> str:
+        """String concatenation in both targets' SQL."""
+        return " || ".join(parts)
+
     # ---- to be provided by each dialect ---------------------------------
     def int_type(self, values_fit_bigint: bool) -> str:
         raise NotImplementedError

@@ -247,13 +247,10 @@ class OracleDialect(Dialect):
     def emit_line(self, text_expr: str) -> str:
         return f"DBMS_OUTPUT.PUT_LINE({text_expr});"
 
-    def concat(self, *parts: str) -> str:
-        return " || ".join(parts)
-
     def error_text(self) -> str:
         return "SQLCODE || ': ' || SQLERRM"
 
-    def replay_body(self, params, sql_params, sql_returns, rows, env) -> tuple[str, str]:
+    def replay_body(self, params, sql_returns, rows, env) -> tuple[str, str]:
         """A chain of IFs over the cases; arguments compared with the task's own equality
         functions (exact here), declared inside the function."""
         branches = []

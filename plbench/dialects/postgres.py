@@ -243,13 +243,10 @@ class PostgresDialect(Dialect):
     def emit_line(self, text_expr: str) -> str:
         return f"RAISE NOTICE '%', {text_expr};"
 
-    def concat(self, *parts: str) -> str:
-        return " || ".join(parts)
-
     def error_text(self) -> str:
         return "SQLSTATE || ': ' || SQLERRM"
 
-    def replay_body(self, params, sql_params, sql_returns, rows, env) -> tuple[str, str]:
+    def replay_body(self, params, sql_returns, rows, env) -> tuple[str, str]:
         """One lookup over a VALUES list of the cases: a single cached plan scanned in C,
         much faster than a chain of PL/pgSQL IF statements for tasks with ~100 cases."""
         columns = [f"plb_a{i + 1}" for i in range(len(params))] + ["plb_out"]

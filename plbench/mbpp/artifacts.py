@@ -133,7 +133,7 @@ class TaskEmitter:
         exact = self._new_env(0.0, 0.0)  # arguments are matched exactly, whatever the result tolerance
         rows = [([d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)], d.literal(output, ret, exact))
                 for case, output in zip(self.task.cases, outputs)]
-        body, declarations = d.replay_body(self.params, self.sql_params, self.sql_returns, rows, exact)
+        body, declarations = d.replay_body(self.params, self.sql_returns, rows, exact)
         unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, declarations)
         return d.create_function(unit, replace=True)
 
