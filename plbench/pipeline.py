@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from plbench.config import BuildConfig
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import UnrepresentableValue
+from plbench.dialects.static_checks import check_block_structure, check_type_ddl
 from plbench.engines.base import Engine
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.cases import cases_from_sandbox, extract_mbpp, plan_mbpp_plus
@@ -167,13 +168,29 @@ def build_tasks(typed: StageOutput) -> StageOutput:
         for dialect in sorted(DIALECTS):
             try:
                 dialect_task, dropped = representable_cases(task, dialect)
-                out.items.append(emit_artifacts(dialect_task, dialect))
-                out.rejections.extend(dropped)
+                artifacts = emit_artifacts(dialect_task, dialect)
             except UnrepresentableValue as exc:
                 out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
                                                 exc.detail, dialect=dialect))
+                continue
+            problems = static_problems(artifacts)
+            if problems:
+                out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", "static_check_failed",
+                                                "; ".join(problems)[:1000], dialect=dialect))
+                continue
+            out.items.append(artifacts)
+            out.rejections.extend(dropped)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def static_problems(artifacts: TaskArtifacts) -> list[str]:
+    """What the server-free checks find wrong in a task's SQL (the only check Oracle gets here)."""
+    dialect = DIALECTS[artifacts.dialect]
+    problems = check_type_ddl(dialect, [ddl for _, ddl in artifacts.types])
+    for name, text in (("scaffold", artifacts.scaffold), ("test block", artifacts.test_block)):
+        problems += [f"{name}: {p}" for p in check_block_structure(text)]
+    return problems
 
 
 def collect_types(artifacts: list[TaskArtifacts]) -> list[dict]:
