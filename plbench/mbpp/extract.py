@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,7 +188,9 @@ def _parse_isclose(test: ast.Call) -> ParsedAssert:
 def parameter_names(code: str, entry_point: str) -> tuple[str, ...]:
     """Positional parameter names of the reference solution's entry point."""
     try:
-        module = ast.parse(code)
+        with warnings.catch_warnings():  # old MBPP code has invalid escapes in plain strings
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            module = ast.parse(code)
     except SyntaxError as exc:
         raise ExtractionError("reference_syntax_error", f"reference code does not parse: {exc.msg}") from exc
     for node in ast.walk(module):
