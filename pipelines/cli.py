@@ -22,6 +22,7 @@ STAGES = {
     "signatures": [["mbpp_signatures"]],
     "tasks": [["mbpp_tasks"], ["plsql_types"]],
     "replay": [["replay_validation", "{dialect}"]],
+    "roundtrip": [["roundtrip", "{dialect}"]],
 }
 
 

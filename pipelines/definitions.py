@@ -10,7 +10,7 @@ REBUILD_JOB = "rebuild_release"
 
 def build_definitions(config: BuildConfig) -> dg.Definitions:
     assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
-              mbpp.plsql_types, *replay.replay_assets.values(), release.release]
+              mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(), release.release]
     return dg.Definitions(
         assets=assets,
         asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from plbench.config import BuildConfig
@@ -25,6 +26,7 @@ from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
 from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
 from plbench.validation.replay import ReplayResult, validate_all
+from plbench.validation.roundtrip import RoundTrip, roundtrip_task
 
 
 @dataclass
@@ -258,3 +260,36 @@ def replay_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> Repla
                             seconds=time.perf_counter() - start)
     finally:
         engine.close()
+
+
+@dataclass
+class RoundTripReport:
+    """The value round trip of one dialect: whether it ran, and per-task counts."""
+
+    dialect: str
+    ran: bool
+    reason: str = ""
+    results: list[RoundTrip] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def counts(self, task_ids: set[str] | None = None) -> dict:
+        if not self.ran:
+            return {"ran": False, "reason": self.reason}
+        mine = [r for r in self.results if task_ids is None or r.task_id in task_ids]
+        return {"ran": True, "values": sum(r.values for r in mine), "equal": sum(r.equal for r in mine),
+                "tasks_with_mismatches": sorted(r.task_id for r in mine if r.equal != r.values)}
+
+
+def roundtrip_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> RoundTripReport:
+    """Round-trip every test value of every task through the dialect's engine."""
+    start = time.perf_counter()
+    if dialect != "postgres":
+        return RoundTripReport(dialect, False, "the value round trip is implemented for PostgreSQL only")
+    engine = open_engine(config, dialect)
+    try:
+        todo = [a.task for a in tasks.items if a.dialect == dialect]
+        with ThreadPoolExecutor(max_workers=config.workers) as pool:
+            results = list(pool.map(lambda t: roundtrip_task(engine, t), todo))
+    finally:
+        engine.close()
+    return RoundTripReport(dialect, True, results=results, seconds=time.perf_counter() - start)

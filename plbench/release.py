@@ -268,6 +268,9 @@ def dataset_card(manifest: dict) -> str:
                              f"{entry['mutants']['killed']} of {entry['mutants']['total']}.")
             else:
                 lines.append(f"- {name} / {dialect}: replay not run ({replay['reason']}).")
+            trip = entry.get("roundtrip", {})
+            if trip.get("ran"):
+                lines.append(f"  Value round trip: {trip['equal']} of {trip['values']} test values came back equal.")
     lines += ["", "## Files", "",
               "- `tasks.parquet`: one row per task and dialect (prompt, scaffold, setup_sql, test_block, "
               "test_cases as tagged JSON, validation results, provenance).",
@@ -281,7 +284,7 @@ def dataset_card(manifest: dict) -> str:
 
 
 def assemble_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
-                     replays: dict) -> tuple[Path, dict]:
+                     replays: dict, roundtrips: dict) -> tuple[Path, dict]:
     """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile."""
     inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
     build = build_id(config, inputs)
@@ -294,6 +297,10 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, artifact
     released = {(r["task_id"], r["dialect"]) for r in rows}
     types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
     manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, types)
+    for subset in ingested:
+        ids = {task_id(subset.subset, p.source_id) for p in subset.problems}
+        for dialect, report in roundtrips.items():
+            manifest["validation"][subset.subset][dialect]["roundtrip"] = report.counts(ids)
     manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:

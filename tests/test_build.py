@@ -70,6 +70,9 @@ def test_validation_is_reported_per_dialect_and_never_invented_for_oracle(setup)
     assert pg["replay"]["failed"] == 0 and pg["mutants"]["killed"] == pg["mutants"]["total"] > 0
     oracle = manifest["validation"]["mbpp"]["oracle"]["replay"]
     assert oracle == {"ran": False, "reason": "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"}
+    trip = manifest["validation"]["mbpp"]["postgres"]["roundtrip"]
+    assert trip["ran"] and trip["values"] == trip["equal"] > 0 and trip["tasks_with_mismatches"] == []
+    assert manifest["validation"]["mbpp"]["oracle"]["roundtrip"]["ran"] is False
     statuses = {(r["dialect"], r["replay_status"]) for r in tasks}
     assert statuses == {("postgres", "passed"), ("oracle", "not_run")}
 
@@ -111,6 +114,7 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
     assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release"}
+    assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 8
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}

@@ -11,7 +11,8 @@ def test_definitions_load_and_wire_every_stage():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_tasks",
-                    "plsql_types", "replay_validation/postgres", "replay_validation/oracle", "release"}
+                    "plsql_types", "replay_validation/postgres", "replay_validation/oracle", "roundtrip/postgres",
+                    "roundtrip/oracle", "release"}
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release")).parent_keys}
     assert {"replay_validation/postgres", "replay_validation/oracle", "mbpp_tasks"} <= upstream
     assert defs.resolve_job_def(REBUILD_JOB) is not None

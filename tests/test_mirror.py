@@ -49,3 +49,9 @@ def test_postgres_replay_passes_and_kills_every_mutant(manifest, subset):
     assert postgres["replay"]["passed"] == manifest["subsets"][subset]["released"]["postgres"]
     assert postgres["mutants"]["killed"] == postgres["mutants"]["total"] >= 3 * postgres["replay"]["passed"]
     assert manifest["validation"][subset]["oracle"]["replay"]["ran"] is bool(os.environ.get("PLBENCH_ORACLE_DSN"))
+
+
+@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus"])
+def test_every_test_value_round_trips_through_postgres(manifest, subset):
+    trip = manifest["validation"][subset]["postgres"]["roundtrip"]
+    assert trip["ran"] and trip["values"] == trip["equal"] > 0, trip["tasks_with_mismatches"][:10]

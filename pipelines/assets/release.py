@@ -3,7 +3,7 @@
 import dagster as dg
 
 from plbench.config import BuildConfig
-from plbench.pipeline import Ingested, ReplayReport, StageOutput
+from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
 from plbench.release import assemble_release
 
 GROUP = "release"
@@ -13,16 +13,20 @@ GROUP = "release"
           ins={"mbpp_raw": dg.AssetIn(), "mbpp_plus_raw": dg.AssetIn(), "mbpp_test_cases": dg.AssetIn(),
                "mbpp_signatures": dg.AssetIn(), "mbpp_tasks": dg.AssetIn(),
                "replay_postgres": dg.AssetIn(key=["replay_validation", "postgres"]),
-               "replay_oracle": dg.AssetIn(key=["replay_validation", "oracle"])},
+               "replay_oracle": dg.AssetIn(key=["replay_validation", "oracle"]),
+               "roundtrip_postgres": dg.AssetIn(key=["roundtrip", "postgres"]),
+               "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"])},
           description="releases/<version>/: tasks, rejections and types as Parquet, manifest.json, README.md.")
 def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
             mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
             mbpp_signatures: StageOutput, mbpp_tasks: StageOutput,
-            replay_postgres: ReplayReport, replay_oracle: ReplayReport) -> str:
+            replay_postgres: ReplayReport, replay_oracle: ReplayReport,
+            roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport) -> str:
     ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
     path, manifest = assemble_release(
         build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_tasks.items,
-        {"postgres": replay_postgres, "oracle": replay_oracle})
+        {"postgres": replay_postgres, "oracle": replay_oracle},
+        {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle})
     context.add_output_metadata({
         "release_path": str(path), "version": manifest["version"],
         "subsets": dg.MetadataValue.json(manifest["subsets"]),

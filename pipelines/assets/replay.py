@@ -1,4 +1,5 @@
-"""Replay validation assets, one per dialect (`replay_validation/postgres`, `replay_validation/oracle`).
+"""Execution validation assets, one per dialect: replay (`replay_validation/<dialect>`) and the
+value round trip (`roundtrip/<dialect>`).
 
 One asset per dialect rather than one asset with dialect partitions: the release
 needs both in the same run, and an in-process run cannot mix partitioned and
@@ -12,7 +13,7 @@ from collections import Counter
 import dagster as dg
 
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.pipeline import ReplayReport, StageOutput, replay_stage
+from plbench.pipeline import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
 
 GROUP = "validation"
 
@@ -50,5 +51,19 @@ def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.Asse
     return check
 
 
+def _roundtrip_asset(dialect: str):
+    @dg.asset(key=["roundtrip", dialect], group_name=GROUP, kinds={dialect},
+              description=f"Every test value as a {dialect} literal, through an identity function and back.")
+    def roundtrip(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
+                  mbpp_tasks: StageOutput) -> RoundTripReport:
+        report = roundtrip_stage(build, mbpp_tasks, dialect)
+        context.add_output_metadata({"seconds": round(report.seconds, 2),
+                                     "counts": dg.MetadataValue.json(report.counts())})
+        return report
+
+    return roundtrip
+
+
 replay_assets = {d: _replay_asset(d) for d in DIALECT_NAMES}
+roundtrip_assets = {d: _roundtrip_asset(d) for d in DIALECT_NAMES}
 replay_checks = [_retention_check(d, a) for d, a in replay_assets.items()]

@@ -1,0 +1,99 @@
+"""Value round trip: every test value, encoded as a literal of its declared type, passed through
+the database and read back, must decode to the Python value it came from.
+
+This proves the literal codec the harness depends on. Per task, in one isolated session:
+create an identity function per declared type (`plb_id_<n>(x T) RETURNS T`), then one block
+that prints `to_jsonb(plb_id_<n>(<literal>))` for every argument and expected value of every
+case. The printed JSON is decoded by the declared type back into a Python value and compared
+with the original under the documented normalization: Python equality (1 == 1.0), NaN equal
+to NaN, tuples and lists alike inside JSON-typed values.
+
+PostgreSQL only for now: the Oracle side needs a serialization of object and collection types
+that only a live server can confirm, and is recorded as not run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from plbench.dialects.base import VARIANT_FIELDS
+from plbench.engines.base import Engine
+from plbench.mbpp.artifacts import TaskEmitter, TypedTask
+from plbench.mbpp.pytypes import PyType
+
+_FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    task_id: str
+    values: int
+    equal: int
+    mismatches: tuple[str, ...] = field(default=())  # "case 3 argument 1: sent ..., got ..."
+    error: str = ""
+
+
+def decode(data: Any, t: PyType) -> Any:
+    """The Python value of a to_jsonb() rendering of a value of type t."""
+    if data is None:
+        return None
+    kind = t.kind
+    if kind == "float":
+        return _FLOAT_WORDS[data] if isinstance(data, str) else float(data)
+    if kind in ("int", "str", "bool", "json"):
+        return data
+    if kind in ("list", "tuple_seq", "set"):
+        items = [decode(x["items"] if t.elem.is_collection and x is not None else x, t.elem) for x in data]
+        return tuple(items) if kind == "tuple_seq" else set(items) if kind == "set" else items
+    if kind == "dict":
+        return {decode(p["k"], t.args[0]): decode(p["v"], t.args[1]) for p in data}
+    if kind == "record":
+        return tuple(decode(data[f"f{i + 1}"], a) for i, a in enumerate(t.args))
+    if kind == "variant":
+        member = next(m for m in t.args if m.kind == data["tag"])
+        return decode(data[VARIANT_FIELDS[member.kind]], member)
+    raise ValueError(f"no decoder for {t.describe()}")
+
+
+def same(sent: Any, got: Any) -> bool:
+    """Python equality, with NaN equal to NaN and tuples equal to lists (JSON has only arrays)."""
+    if isinstance(sent, float) and isinstance(got, float) and math.isnan(sent) and math.isnan(got):
+        return True
+    if isinstance(sent, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(sent) == len(got) and all(same(a, b) for a, b in zip(sent, got))
+    if isinstance(sent, dict) and isinstance(got, dict):
+        return sent.keys() == got.keys() and all(same(v, got[k]) for k, v in sent.items())
+    return sent == got
+
+
+def roundtrip_task(engine: Engine, task: TypedTask) -> RoundTrip:
+    em = TaskEmitter(task, engine.dialect)
+    d = em.dialect
+    types = [t for _, t in em.params] + [task.signature.returns]
+    identities = [f"plb_id_{n}" for n in range(len(types))]
+    functions = [f"CREATE FUNCTION {name}(x {d.sql_type(t, em.env)}) RETURNS {d.sql_type(t, em.env)} "
+                 "LANGUAGE sql AS 'SELECT x';" for name, t in zip(identities, types)]
+    probes, expected = [], []
+    for n, case in enumerate(task.cases, start=1):
+        for i, (value, t) in enumerate(zip((*case.args, case.expected), types)):
+            where = f"case {n} " + (f"argument {i + 1}" if i < len(case.args) else "expected value")
+            echoed = f"to_jsonb({identities[i]}({d.literal(value, t, em.env)}))"
+            probes.append(f"  RAISE NOTICE '%', coalesce({echoed}::text, 'null');")
+            expected.append((where, value, t))
+    block = d.anonymous_block("", "\n".join(probes))
+    with engine.session() as session:
+        setup = [session.execute(s) for s in em.setup_statements() + functions]
+        result = session.execute(block)
+    failed = next((r for r in [*setup, result] if not r.ok), None)
+    if failed is not None:
+        detail = failed.error.message if failed.error else "timed out"
+        return RoundTrip(task.task_id, len(expected), 0, error=detail[:500])
+    mismatches = []
+    for (where, value, t), line in zip(expected, result.lines):
+        got = decode(json.loads(line), t)
+        if not same(value, got):
+            mismatches.append(f"{where}: sent {value!r:.200}, got {got!r:.200}")
+    return RoundTrip(task.task_id, len(expected), len(expected) - len(mismatches), tuple(mismatches))
