@@ -10,6 +10,7 @@ checks too, though its real check is execution.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sqlglot
@@ -22,7 +23,10 @@ _TYPE_DDL = {
     "postgres": re.compile(r"^CREATE TYPE (\w+) AS \((.+)\);$", re.S),
 }
 _SQLGLOT_DIALECT = {"oracle": "oracle", "postgres": "postgres"}
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\$(\w*)\$|--[^\n]*|\b(BEGIN|END|LOOP|IF|CASE)\b|[()]", re.I)
+_STRING = re.compile(r"'[^']*(?:''[^']*)*'")
+_COMMENT = re.compile(r"--[^\n]*")
+_NOT_PAREN = re.compile(r"[^()]+")
+_KEYWORD = re.compile(r"\b(BEGIN|END|LOOP|IF|CASE)\b", re.I)
 
 
 def _split_attributes(text: str) -> list[str]:
@@ -74,8 +78,14 @@ def _type_problem(dialect: Dialect, type_text: str, known: set[str]) -> str | No
     base = type_text.strip().removesuffix("[]")
     if base.lower() in known:
         return None
+    return _builtin_type_problem(_SQLGLOT_DIALECT[dialect.name], base)
+
+
+@functools.lru_cache(maxsize=1024)
+def _builtin_type_problem(sqlglot_dialect: str, type_text: str) -> str | None:
+    """Why a type name is not a built-in type of the dialect (parsing is slow: a few shapes recur)."""
     try:
-        parsed = exp.DataType.build(base, dialect=_SQLGLOT_DIALECT[dialect.name])
+        parsed = exp.DataType.build(type_text, dialect=sqlglot_dialect)
     except sqlglot.errors.ParseError as exc:
         return f"type {type_text!r} does not parse: {exc}"
     if parsed.this == exp.DataType.Type.USERDEFINED:
@@ -87,34 +97,35 @@ def check_block_structure(text: str) -> list[str]:
     """Unbalanced BEGIN/END, parentheses or string literals in PL/SQL or PL/pgSQL text.
 
     END IF / END LOOP / END CASE close their own keyword; every other END closes a BEGIN.
+    String literals and comments are set aside first, so what they contain does not count.
     """
-    problems, stack, depth = [], [], 0
-    tokens = list(_TOKEN.finditer(text))
-    for i, tok in enumerate(tokens):
-        word = (tok.group(2) or "").upper()
-        if tok.group(0) == "(":
-            depth += 1
-        elif tok.group(0) == ")":
-            depth -= 1
-        elif word in ("BEGIN", "LOOP", "IF", "CASE"):
-            if word in ("LOOP", "IF", "CASE") and i and (tokens[i - 1].group(2) or "").upper() == "END":
-                continue  # the closing half of END IF / END LOOP / END CASE
-            stack.append(word)
-        elif word == "END":
-            follower = (tokens[i + 1].group(2) or "").upper() if i + 1 < len(tokens) else ""
-            adjacent = i + 1 < len(tokens) and not text[tok.end():tokens[i + 1].start()].strip()
-            expected = follower if follower in ("LOOP", "IF", "CASE") and adjacent else "BEGIN"
-            if not stack or stack[-1] != expected:
-                problems.append(f"END {expected if expected != 'BEGIN' else ''} at offset {tok.start()} closes "
-                                f"{stack[-1] if stack else 'nothing'}".replace("  ", " "))
-                break
-            stack.pop()
-        if depth < 0:
-            problems.append(f"unbalanced ')' at offset {tok.start()}")
-            break
-    if not problems and (stack or depth):
-        problems.append(f"unclosed {stack or ['(']}")
-    stripped = re.sub(r"'(?:[^']|'')*'", "", text)
-    if "'" in stripped:
+    code = _COMMENT.sub(" ", _STRING.sub("''", text))
+    problems = []
+    if "'" in code.replace("''", ""):
         problems.append("unterminated string literal")
-    return problems
+    parens = _NOT_PAREN.sub("", code)
+    while "()" in parens:  # peel matched pairs from the inside out
+        parens = parens.replace("()", "")
+    if parens:
+        problems.append(f"unbalanced parentheses: {parens[:10]} left over")
+    return problems + _block_problems([(m.group(1).upper(), m.start(), m.end()) for m in _KEYWORD.finditer(code)],
+                                      code)
+
+
+def _block_problems(tokens: list[tuple[str, int, int]], code: str) -> list[str]:
+    stack = []
+    for i, (word, begin, end) in enumerate(tokens):
+        if word in ("LOOP", "IF", "CASE") and i and tokens[i - 1][0] == "END" \
+                and not code[tokens[i - 1][2]:begin].strip():
+            continue  # the closing half of END IF / END LOOP / END CASE
+        if word != "END":
+            stack.append(word)
+            continue
+        follower = tokens[i + 1] if i + 1 < len(tokens) else None
+        closes = follower[0] if follower and follower[0] in ("LOOP", "IF", "CASE") \
+            and not code[end:follower[1]].strip() else "BEGIN"
+        if not stack or stack[-1] != closes:
+            return [f"END {'' if closes == 'BEGIN' else closes} at offset {begin} closes "
+                    f"{stack[-1] if stack else 'nothing'}".replace("  ", " ")]
+        stack.pop()
+    return [f"unclosed {stack}"] if stack else []
