@@ -85,7 +85,6 @@ class OracleDialect(Dialect):
     max_identifier_bytes = 128
     reserved = ORACLE_RESERVED
     builtins = ORACLE_BUILTINS
-    output_mechanism = "DBMS_OUTPUT.PUT_LINE"
 
     # ---- types -----------------------------------------------------------
     def int_type(self, values_fit_bigint: bool) -> str:

@@ -81,7 +81,6 @@ class PostgresDialect(Dialect):
     display_name = "PostgreSQL"
     max_identifier_bytes = 63
     reserved = POSTGRES_RESERVED
-    output_mechanism = "RAISE NOTICE"
 
     # ---- types -----------------------------------------------------------
     def int_type(self, values_fit_bigint: bool) -> str:

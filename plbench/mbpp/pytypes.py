@@ -261,10 +261,6 @@ def finalize(t: PyType, where: str) -> PyType:
     return PyType(t.kind, tuple(finalize(x, where) for x in t.args), t.nullable)
 
 
-def has_unknown(t: PyType) -> bool:
-    return any(x.kind == "unknown" for x in t.walk())
-
-
 @dataclass(frozen=True)
 class Signature:
     params: tuple[tuple[str, PyType], ...]  # Python parameter names, in order

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from plbench.dialects.base import variant_member
 from plbench.mbpp.artifacts import TypedTask
 from plbench.mbpp.pytypes import PyType
 from plbench.values import dumps
@@ -45,8 +46,7 @@ def perturb(value: Any, t: PyType) -> Any:
         return default_value(t)
     kind = t.kind
     if kind == "variant":
-        return perturb(value, next(m for m in t.args if m.kind == type(value).__name__) if type(value).__name__ in
-                       {m.kind for m in t.args} else t.args[0])
+        return perturb(value, variant_member(value, t))
     if kind == "bool":
         return not value
     if kind == "int":
