@@ -113,7 +113,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
     if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
         selection.append(["release"])
-    return report(execute(_config(args), selection))
+    config = _config(args)
+    missing = [name for name in ("mbpp_raw", "mbpp_tasks") if not (config.storage_dir / name).exists()]
+    if missing:
+        print(f"plbench: no stored results of {', '.join(missing)} in {config.storage_dir}: "
+              "run `plbench build` once before rerunning a stage", file=sys.stderr)
+        return 2
+    return report(execute(config, selection))
 
 
 def cmd_dev(args: argparse.Namespace) -> int:

@@ -30,3 +30,11 @@ def test_cli_documents_the_contract():
                                               "PLBENCH_ORACLE_DSN"))
     args = parser().parse_args(["validate", "--stage", "replay", "--dialect", "postgres"])
     assert (args.stage, args.dialect, args.version) == ("replay", "postgres", None)
+
+
+def test_validate_before_any_build_says_what_to_do(tmp_path, monkeypatch, capsys):
+    from pipelines import cli
+
+    monkeypatch.setattr(cli.BuildConfig, "storage_dir", property(lambda self: tmp_path / "empty"))
+    assert cli.main(["validate", "--stage", "replay", "--dialect", "postgres"]) == 2
+    assert "run `plbench build` once" in capsys.readouterr().err
