@@ -99,7 +99,7 @@ def report(result) -> int:
             print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
         elif event.asset_key.path[0] == "replay_validation":
             print(f"{event.asset_key.to_user_string()}: "
-                  f"{json.dumps({k: v.value for k, v in meta.items()}, default=str)}")
+                  f"{json.dumps({k: v.value for k, v in meta.items() if k != 'path'}, default=str)}")
     return 0
 
 
