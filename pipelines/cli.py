@@ -122,6 +122,35 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return report(execute(config, selection))
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from plbench.evaluate import evaluate, markdown, read_solutions, summarize, write_results
+    from plbench.pipeline import open_engine
+
+    config = BuildConfig.from_env()
+    release, solutions = Path(args.release).resolve(), Path(args.solutions).resolve()
+    candidates = read_solutions(solutions)
+    engines = {}
+    for dialect in sorted({c.dialect for c in candidates}):
+        engine = open_engine(config, dialect)
+        if isinstance(engine, str):
+            print(f"plbench: {dialect} candidates not run: {engine}", file=sys.stderr)
+        else:
+            engines[dialect] = engine
+    try:
+        rows = evaluate(release, candidates, engines)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    summary = summarize(rows)
+    out = Path(args.out) if args.out else Path("evaluations") / f"{release.name}-{solutions.stem}"
+    write_results(out, rows, markdown(summary, release.name, solutions.name))
+    for key, s in summary.items():
+        print(f"{key}: Mean Test Pass@1 {s['mean_test_pass@1']}, Suite Pass@1 {s['suite_pass@1']} "
+              f"over {s['tasks']} tasks ({s['reference_errors']} reference errors excluded)")
+    print(f"per-case results and summary in {out}")
+    return 0
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     dagster_home()
     os.chdir(project_root())
@@ -147,6 +176,12 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--version", help="also write a release with this new version from the rerun results")
     validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
     validate.set_defaults(func=cmd_validate)
+    evaluate = sub.add_parser("evaluate", help="score a JSONL of {task_id, dialect, code} candidates on a release")
+    evaluate.add_argument("--release", required=True, help="a release folder (releases/<version>)")
+    evaluate.add_argument("--solutions", required=True, help="JSONL file of {task_id, dialect, code}")
+    evaluate.add_argument("--out", help="folder for cases.parquet and summary.md "
+                                        "(default: evaluations/<release>-<solutions>)")
+    evaluate.set_defaults(func=cmd_evaluate)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
     dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed on to `dagster dev`")
     dev.set_defaults(func=cmd_dev)
