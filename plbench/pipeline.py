@@ -25,7 +25,7 @@ from plbench.mbpp.typing_stage import type_task
 from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
 from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
-from plbench.validation.replay import ReplayResult, validate_all
+from plbench.validation.replay import ReplayResult, validate_task
 from plbench.validation.roundtrip import RoundTrip, roundtrip_task
 
 
@@ -161,6 +161,15 @@ def representable_cases(task: TypedTask, dialect: str) -> tuple[TypedTask, list[
     return replace(task, cases=tuple(kept), ints_fit_bigint=ints_fit_bigint(tuple(kept))), dropped
 
 
+def _emit_representable(task: TypedTask, dialect: str) -> tuple[TaskArtifacts, list[Rejection]]:
+    """Emit the task; only when a value does not encode, drop those cases and emit again."""
+    try:
+        return emit_artifacts(task, dialect), []
+    except UnrepresentableValue:
+        dialect_task, dropped = representable_cases(task, dialect)
+        return emit_artifacts(dialect_task, dialect), dropped
+
+
 def build_tasks(typed: StageOutput) -> StageOutput:
     """Artifacts for every task and dialect. Cases a dialect cannot encode are dropped for that
     dialect only; a task left with none is rejected for that dialect only."""
@@ -169,8 +178,7 @@ def build_tasks(typed: StageOutput) -> StageOutput:
     for task in typed.items:
         for dialect in sorted(DIALECTS):
             try:
-                dialect_task, dropped = representable_cases(task, dialect)
-                artifacts = emit_artifacts(dialect_task, dialect)
+                artifacts, dropped = _emit_representable(task, dialect)
             except UnrepresentableValue as exc:
                 out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
                                                 exc.detail, dialect=dialect))
@@ -219,17 +227,23 @@ class ReplayReport:
     results: list[ReplayResult] = field(default_factory=list)
     seconds: float = 0.0
 
-    def counts(self) -> dict:
+    def counts(self, task_ids: set[str] | None = None) -> dict:
         if not self.ran:
             return {"ran": False, "reason": self.reason}
-        statuses = Counter(r.status for r in self.results)
-        return {"ran": True, "engine": self.engine, "passed": statuses["passed"],
-                "failed": len(self.results) - statuses["passed"]}
+        mine = _restricted(self.results, task_ids)
+        passed = sum(r.status == "passed" for r in mine)
+        return {"ran": True, "engine": self.engine, "passed": passed, "failed": len(mine) - passed}
 
-    def mutant_counts(self) -> dict:
-        total = sum(r.mutants_total for r in self.results)
-        killed = sum(r.mutants_killed for r in self.results)
+    def mutant_counts(self, task_ids: set[str] | None = None) -> dict:
+        mine = _restricted(self.results, task_ids)
+        total = sum(r.mutants_total for r in mine)
+        killed = sum(r.mutants_killed for r in mine)
         return {"total": total, "killed": killed, "kill_rate": round(killed / total, 6) if total else None}
+
+
+def _restricted(results: list, task_ids: set[str] | None) -> list:
+    """Per-task results of the given tasks (all when task_ids is None)."""
+    return results if task_ids is None else [r for r in results if r.task_id in task_ids]
 
 
 def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
@@ -247,19 +261,31 @@ def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
                                 statement_timeout_s=config.statement_timeout_s)
 
 
+def run_on_engine(config: BuildConfig, tasks: StageOutput, dialect: str, check) -> tuple[str, list] | str:
+    """`check(engine, task)` for every task emitted in this dialect, `config.workers` at a time.
+
+    Returns (engine version, results in task order), or the reason the dialect's engine is not
+    configured. An engine failure propagates: the stage fails rather than half-reporting.
+    """
+    engine = open_engine(config, dialect)
+    if isinstance(engine, str):
+        return engine
+    try:
+        todo = [a.task for a in tasks.items if a.dialect == dialect]
+        with ThreadPoolExecutor(max_workers=config.workers) as pool:
+            return engine.version(), list(pool.map(lambda task: check(engine, task), todo))
+    finally:
+        engine.close()
+
+
 def replay_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> ReplayReport:
     """Replay every task that has artifacts in this dialect, on that dialect's engine."""
     start = time.perf_counter()
-    todo = [a.task for a in tasks.items if a.dialect == dialect]
-    engine = open_engine(config, dialect)
-    if isinstance(engine, str):
-        return ReplayReport(dialect, ran=False, reason=engine)
-    try:
-        results = validate_all(engine, todo, workers=config.workers)
-        return ReplayReport(dialect, True, engine=engine.version(), results=results,
-                            seconds=time.perf_counter() - start)
-    finally:
-        engine.close()
+    outcome = run_on_engine(config, tasks, dialect, validate_task)
+    if isinstance(outcome, str):
+        return ReplayReport(dialect, ran=False, reason=outcome)
+    version, results = outcome
+    return ReplayReport(dialect, True, engine=version, results=results, seconds=time.perf_counter() - start)
 
 
 @dataclass
@@ -275,7 +301,7 @@ class RoundTripReport:
     def counts(self, task_ids: set[str] | None = None) -> dict:
         if not self.ran:
             return {"ran": False, "reason": self.reason}
-        mine = [r for r in self.results if task_ids is None or r.task_id in task_ids]
+        mine = _restricted(self.results, task_ids)
         return {"ran": True, "values": sum(r.values for r in mine), "equal": sum(r.equal for r in mine),
                 "tasks_with_mismatches": sorted(r.task_id for r in mine if r.equal != r.values)}
 
@@ -285,11 +311,7 @@ def roundtrip_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> Ro
     start = time.perf_counter()
     if dialect != "postgres":
         return RoundTripReport(dialect, False, "the value round trip is implemented for PostgreSQL only")
-    engine = open_engine(config, dialect)
-    try:
-        todo = [a.task for a in tasks.items if a.dialect == dialect]
-        with ThreadPoolExecutor(max_workers=config.workers) as pool:
-            results = list(pool.map(lambda t: roundtrip_task(engine, t), todo))
-    finally:
-        engine.close()
-    return RoundTripReport(dialect, True, results=results, seconds=time.perf_counter() - start)
+    outcome = run_on_engine(config, tasks, dialect, roundtrip_task)
+    if isinstance(outcome, str):
+        return RoundTripReport(dialect, False, outcome)
+    return RoundTripReport(dialect, True, results=outcome[1], seconds=time.perf_counter() - start)

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.artifacts import TypedTask
-from plbench.pipeline import ReplayReport, collect_types
+from plbench.pipeline import ReplayReport, RoundTripReport, collect_types
 from plbench.records import Rejection, task_id
 
 SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0"}
@@ -202,13 +202,13 @@ def write_release(config: BuildConfig, version: str, tables: dict[str, tuple[lis
 
 
 def build_manifest(config: BuildConfig, version: str, build: str, ingested: list, rows: list[dict],
-                   rejections: list[Rejection], replays: dict, types: list[dict]) -> dict:
+                   rejections: list[Rejection], replays: dict, roundtrips: dict, types: list[dict]) -> dict:
     inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
     subsets, validation = {}, {}
     for subset in ingested:
         subsets[subset.subset] = subset_counts(subset.subset, subset.input_count, rows, rejections)
         ids = {task_id(subset.subset, p.source_id) for p in subset.problems}
-        validation[subset.subset] = {d: _validation_entry(report, ids) for d, report in sorted(replays.items())}
+        validation[subset.subset] = {d: _validation_entry(replays[d], roundtrips[d], ids) for d in sorted(replays)}
     return {
         "version": version, "builder_version": __version__, "build_id": build,
         "configuration": config.fingerprint(), "inputs": dict(sorted(inputs.items())),
@@ -217,13 +217,11 @@ def build_manifest(config: BuildConfig, version: str, build: str, ingested: list
     }
 
 
-def _validation_entry(report, task_ids: set[str]) -> dict:
-    """Replay and mutant counts of one dialect restricted to one subset's tasks."""
-    mine = ReplayReport(report.dialect, report.ran, report.reason, report.engine,
-                        [r for r in report.results if r.task_id in task_ids])
-    entry = {"replay": mine.counts()}
-    if report.ran:
-        entry["mutants"] = mine.mutant_counts()
+def _validation_entry(replay: ReplayReport, roundtrip: RoundTripReport, task_ids: set[str]) -> dict:
+    """Replay, mutant and round-trip counts of one dialect restricted to one subset's tasks."""
+    entry = {"replay": replay.counts(task_ids), "roundtrip": roundtrip.counts(task_ids)}
+    if replay.ran:
+        entry["mutants"] = replay.mutant_counts(task_ids)
     return entry
 
 
@@ -296,11 +294,7 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, artifact
     rejections += [r for stage in stages for r in stage.rejections] + replay_rejections
     released = {(r["task_id"], r["dialect"]) for r in rows}
     types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
-    manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, types)
-    for subset in ingested:
-        ids = {task_id(subset.subset, p.source_id) for p in subset.problems}
-        for dialect, report in roundtrips.items():
-            manifest["validation"][subset.subset][dialect]["roundtrip"] = report.counts(ids)
+    manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, roundtrips, types)
     manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:

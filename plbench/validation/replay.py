@@ -11,7 +11,6 @@ case that does not.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from plbench.dialects.base import UnrepresentableValue
@@ -77,9 +76,3 @@ def _describe(verdict) -> str:
     if not verdict.complete:
         return f"the test block did not report all {verdict.total} cases"
     return "replay cases not passing: " + ", ".join(f"{n} {v}" for n, v in list(failing.items())[:10])
-
-
-def validate_all(engine: Engine, tasks: list[TypedTask], workers: int = 2) -> list[ReplayResult]:
-    """Replay every task; results in input order. An engine failure propagates (the stage fails)."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda t: validate_task(engine, t), tasks))
