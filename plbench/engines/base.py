@@ -34,6 +34,19 @@ class ExecResult:
         return self.error is None and not self.timed_out
 
 
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)  # the engine's type name per column
+    rows: list[tuple] = field(default_factory=list)
+    error: Diagnostic | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
 class EngineUnavailable(RuntimeError):
     """The engine is not configured or cannot be reached; carries the reason."""
 

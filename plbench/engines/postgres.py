@@ -29,7 +29,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.pq import TransactionStatus
 
-from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult
+from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult, QueryResult
 
 _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra ones
 _CONNECT_TIMEOUT_S = 10
@@ -79,11 +79,17 @@ def _start_pgserver(data_dir: Path):
         ) from exc
 
 
+def _type_name(conn: psycopg.Connection, oid: int) -> str:
+    info = conn.adapters.types.get(oid)
+    return info.name if info else str(oid)
+
+
 class PostgresSession:
     """One rolled-back transaction on one connection; see the module docstring."""
 
-    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int):
+    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int, reads: tuple[str, ...] = ()):
         self.schema = schema
+        self._reads = reads  # schemas of loaded databases, searched after the private one
         self._conn: psycopg.Connection | None = conn
         self._timeout_ms = timeout_ms
         self._lines: list[str] = []
@@ -122,11 +128,12 @@ class PostgresSession:
     def begin(self) -> None:
         """Set up (or, after the transaction was ended by a statement, re-set up) the session."""
         name = sql.Identifier(self.schema)
+        path = sql.SQL(", ").join([name, *map(sql.Identifier, self._reads), sql.Identifier("pg_catalog")])
         setup = sql.SQL(
             "SET LOCAL statement_timeout = {ms}; CREATE SCHEMA IF NOT EXISTS {name}; "
             # The task schema before pg_catalog, so user functions named like built-ins win.
-            "SET LOCAL search_path = {name}, pg_catalog; SET LOCAL client_min_messages = notice"
-        ).format(ms=sql.Literal(self._timeout_ms), name=name)
+            "SET LOCAL search_path = {path}; SET LOCAL client_min_messages = notice"
+        ).format(ms=sql.Literal(self._timeout_ms), name=name, path=path)
         with self._guard("starting a session"):
             self._live().execute(setup)
 
@@ -147,6 +154,23 @@ class PostgresSession:
         if conn.info.transaction_status == TransactionStatus.IDLE:
             self._settle("")  # the statement ran COMMIT or ROLLBACK itself
         return ExecResult(lines=lines)
+
+    def query(self, statement: str) -> QueryResult:
+        """Rows of one query (with column names and type names), or its diagnostic."""
+        conn = self._live()
+        self._statements += 1
+        savepoint = f"{_SAVEPOINT}_{self._statements}"
+        try:
+            with self._guard("running a query"):
+                conn.execute(f"SAVEPOINT {savepoint}")
+                cur = conn.execute(statement)
+                rows = cur.fetchall() if cur.description else []
+                columns = [d.name for d in cur.description or ()]
+                types = [_type_name(conn, d.type_code) for d in cur.description or ()]
+        except psycopg.Error as exc:
+            failed = self._failed(exc, savepoint)
+            return QueryResult(error=failed.error, timed_out=failed.timed_out)
+        return QueryResult(columns, types, rows)
 
     def _failed(self, exc: psycopg.Error, savepoint: str) -> ExecResult:
         lines = self._lines  # notices raised before the error are part of the output
@@ -254,8 +278,9 @@ class PostgresEngine:
         return self._version
 
     @contextlib.contextmanager
-    def session(self) -> Iterator[PostgresSession]:
-        sess = self._open_session()
+    def session(self, reads: tuple[str, ...] = ()) -> Iterator[PostgresSession]:
+        """A rolled-back session; `reads` puts loaded databases' schemas on its search_path."""
+        sess = self._open_session(reads)
         conn = sess._conn
         try:
             yield sess
@@ -285,10 +310,24 @@ class PostgresEngine:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _open_session(self) -> PostgresSession:
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A plain autocommit connection for bulk work (loading databases); the caller groups
+        statements with `conn.transaction()`. It is closed afterwards rather than pooled: it may
+        hold session state the caller set.
+        """
+        conn = self._connect()
+        conn.autocommit = True
+        try:
+            conn.execute(sql.SQL("SET statement_timeout = {}").format(sql.Literal(self._timeout_ms)))
+            yield conn
+        finally:
+            conn.close()
+
+    def _open_session(self, reads: tuple[str, ...] = ()) -> PostgresSession:
         while True:
             conn, pooled = self._acquire_marked()
-            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms)
+            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms, reads)
             try:
                 sess.begin()
                 return sess

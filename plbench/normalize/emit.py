@@ -1,0 +1,265 @@
+"""Emit a SourceDatabase as DDL and data for one target dialect.
+
+The output (`NormalizedDatabase`) holds the target name of every table and column,
+the CREATE TABLE statements, the constraints added after the data (foreign keys
+as NOT VALID / ENABLE NOVALIDATE: Spider data has dangling references), the rows
+coerced to the target types, and every mapping decision with its reason.
+
+Oracle-specific value rules: '' is NULL in Oracle, so an empty string loads as NULL
+(counted per column); booleans load as 0/1; times of day as 'HH:MM:SS' text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plbench.normalize.schema import Column, SourceDatabase, Table
+from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce, target_type
+
+ORACLE_INSERT_BATCH = 100  # rows per INSERT ALL (multi-row VALUES needs Oracle 23ai)
+
+
+@dataclass(frozen=True)
+class NormalizedColumn:
+    source: Column
+    target: TargetName
+    type_sql: str
+
+
+@dataclass
+class NormalizedTable:
+    source: Table
+    target: TargetName
+    columns: list[NormalizedColumn]
+    rows: list[tuple]  # values coerced for this dialect
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.target.sql for c in self.columns]
+
+
+@dataclass
+class NormalizedDatabase:
+    source: str
+    name: str
+    dialect: str
+    schema_name: str  # where the database is loaded (PostgreSQL schema / Oracle user)
+    tables: list[NormalizedTable]
+    create_statements: list[str]
+    constraint_statements: list[str]
+    decisions: list[dict] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.name}"
+
+    def table(self, source_name: str) -> NormalizedTable:
+        for t in self.tables:
+            if t.source.name.lower() == source_name.lower():
+                return t
+        raise KeyError(f"{self.key} has no table {source_name}")
+
+    def row_counts(self) -> dict[str, int]:
+        return {t.target.name: len(t.rows) for t in self.tables}
+
+    def ddl_text(self) -> str:
+        return "\n\n".join(self.create_statements + self.constraint_statements) + "\n"
+
+
+def schema_name(source: str, name: str) -> str:
+    """A deterministic, plain identifier for the database's schema in the target."""
+    plain = "".join(ch if ch.isalnum() else "_" for ch in name.lower())
+    full = f"{'s1' if source == 'spider1' else 's2'}_{plain}"
+    return full if len(full) <= 60 else f"{full[:50]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+
+
+def _max_text_bytes(rows: list[tuple], index: int) -> int:
+    return max((len(v.encode()) for r in rows if isinstance(v := r[index], str)), default=0)
+
+
+def _column_decision(db: SourceDatabase, table: Table, col: NormalizedColumn, dialect: str) -> dict:
+    src = col.source
+    return {"database": db.key, "table": table.name, "column": src.name, "source_type": src.source_type,
+            "family": src.family, "rule": src.rule, "rule_reason": RULE_REASONS.get(src.rule, ""),
+            "note": src.note, "dialect": dialect, "target_name": col.target.name, "target_type": col.type_sql,
+            "renamed": col.target.why}
+
+
+def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
+    """The database's DDL, constraints and coerced rows in `dialect`, with every decision recorded."""
+    table_names = IdentifierMap(dialect)
+    tables, decisions = [], [dict(d, database=db.key, dialect=dialect) for d in db.decisions]
+    for table in db.tables:
+        families = [c.family for c in table.columns]
+        rows = [tuple(coerce(v, f) for v, f in zip(r, families)) for r in db.rows.get(table.name, [])]
+        column_names = IdentifierMap(dialect)
+        cols = [NormalizedColumn(col, column_names.add(col.name),
+                                 target_type(col.family, dialect, _max_text_bytes(rows, i)))
+                for i, col in enumerate(table.columns)]
+        target_rows = [tuple(_oracle_value(v) for v in r) for r in rows] if dialect == "oracle" else rows
+        ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
+        tables.append(ntable)
+        decisions += [_column_decision(db, table, c, dialect) for c in cols]
+        decisions += _oracle_empty_strings(db, ntable, rows) if dialect == "oracle" else []
+    out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [],
+                             decisions)
+    out.create_statements = [_create_table(t) for t in tables]
+    out.constraint_statements = _foreign_keys(out, dialect)
+    return out
+
+
+def _oracle_value(v):
+    if v == "":
+        return None  # Oracle stores '' as NULL
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, dt.time):
+        return v.isoformat()
+    return v
+
+
+def _oracle_empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list[tuple]) -> list[dict]:
+    out = []
+    for i, col in enumerate(table.columns):
+        n = sum(1 for r in rows if r[i] == "")
+        if n:
+            out.append({"database": db.key, "table": table.source.name, "column": col.source.name,
+                        "dialect": "oracle", "decision": "empty_string_is_null",
+                        "detail": f"{n} empty string(s) load as NULL in Oracle"})
+    return out
+
+
+def _create_table(table: NormalizedTable) -> str:
+    lines = []
+    for col in table.columns:
+        null = "" if col.source.nullable else " NOT NULL"
+        check = f" CHECK ({col.target.sql} IS JSON)" if col.type_sql == "CLOB" and col.source.family == "json" else ""
+        lines.append(f"  {col.target.sql} {col.type_sql}{null}{check}")
+    if table.source.primary_key:
+        names = ", ".join(_column(table, c).target.sql for c in table.source.primary_key)
+        lines.append(f"  PRIMARY KEY ({names})")
+    return f"CREATE TABLE {table.target.sql} (\n" + ",\n".join(lines) + "\n);"
+
+
+def _column(table: NormalizedTable, source_name: str) -> NormalizedColumn:
+    for col in table.columns:
+        if col.source.name.lower() == source_name.lower():
+            return col
+    raise KeyError(f"table {table.source.name} has no column {source_name}")
+
+
+def _undeclarable(table: NormalizedTable, ref: NormalizedTable, fk) -> str:
+    """Why the target would refuse this foreign key ('' when it accepts it)."""
+    if tuple(c.lower() for c in fk.ref_columns) != tuple(c.lower() for c in ref.source.primary_key):
+        return "the referenced columns are not its primary key"
+    types = [(_column(table, a).type_sql, _column(ref, b).type_sql) for a, b in zip(fk.columns, fk.ref_columns)]
+    if any(a != b for a, b in types):
+        return f"column types differ after mapping ({types})"
+    return ""
+
+
+def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
+    """Foreign keys onto a primary key, added after the data without checking existing rows."""
+    statements = []
+    for table in db.tables:
+        for n, fk in enumerate(table.source.foreign_keys, start=1):
+            ref = db.table(fk.ref_table)
+            why = _undeclarable(table, ref, fk)
+            if why:
+                db.decisions.append({"database": db.key, "table": table.source.name, "dialect": dialect,
+                                     "decision": "foreign_key_not_declared",
+                                     "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: {why}"})
+                continue
+            cols = ", ".join(_column(table, c).target.sql for c in fk.columns)
+            refs = ", ".join(_column(ref, c).target.sql for c in fk.ref_columns)
+            name = IdentifierMap(dialect).add(f"fk_{table.target.name}_{n}").sql
+            tail = " NOT VALID" if dialect == "postgres" else " ENABLE NOVALIDATE"
+            statements.append(f"ALTER TABLE {table.target.sql} ADD CONSTRAINT {name} FOREIGN KEY ({cols}) "
+                              f"REFERENCES {ref.target.sql} ({refs}){tail};")
+    return statements
+
+
+# ---- files -------------------------------------------------------------------------------------
+
+def _oracle_literal(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        parts = [v[i:i + 1000] for i in range(0, len(v), 1000)]
+        return " || ".join("'" + p.replace("'", "''") + "'" for p in parts)
+    if isinstance(v, float):
+        return "BINARY_DOUBLE_NAN" if v != v else repr(v) + "d" if abs(v) != float("inf") else (
+            "BINARY_DOUBLE_INFINITY" if v > 0 else "-BINARY_DOUBLE_INFINITY")
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    if isinstance(v, bytes):
+        return f"HEXTORAW('{v.hex()}')"
+    return str(v)
+
+
+def oracle_insert_statements(table: NormalizedTable) -> list[str]:
+    """INSERT ALL batches (portable to Oracle releases before 23ai's multi-row VALUES)."""
+    cols = ", ".join(table.column_names)
+    statements = []
+    for start in range(0, len(table.rows), ORACLE_INSERT_BATCH):
+        body = "\n".join(f"  INTO {table.target.sql} ({cols}) VALUES ("
+                         + ", ".join(_oracle_literal(v) for v in row) + ")"
+                         for row in table.rows[start:start + ORACLE_INSERT_BATCH])
+        statements.append(f"INSERT ALL\n{body}\nSELECT 1 FROM DUAL;")
+    return statements
+
+
+def _copy_field(v) -> str:
+    """One field of PostgreSQL COPY text format."""
+    if v is None:
+        return "\\N"
+    if isinstance(v, bytes):
+        text = "\\x" + v.hex()
+    elif isinstance(v, dt.datetime):
+        text = v.isoformat(sep=" ")
+    elif isinstance(v, float):
+        text = repr(v) if v == v and abs(v) != float("inf") else {"nan": "NaN", "inf": "Infinity",
+                                                                    "-inf": "-Infinity"}[repr(v)]
+    else:
+        text = str(v)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def postgres_copy_text(table: NormalizedTable) -> str:
+    """The table's rows in COPY text format (what a loader streams, and what data.sql embeds)."""
+    return "".join("\t".join(_copy_field(v) for v in row) + "\n" for row in table.rows)
+
+
+def data_script(db: NormalizedDatabase) -> str:
+    """The data as a script: COPY ... FROM stdin blocks (psql) for PostgreSQL, INSERT ALL for Oracle."""
+    parts = []
+    for table in db.tables:
+        if not table.rows:
+            continue
+        if db.dialect == "postgres":
+            parts.append(f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM stdin;\n"
+                         + postgres_copy_text(table) + "\\.\n")
+        else:
+            parts.append("\n".join(oracle_insert_statements(table)) + "\n")
+    return "".join(parts)
+
+
+def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:
+    """schema.sql and data.sql under root/<source>/<db>/<dialect>/; returns relative path -> sha256."""
+    folder = root / db.source / db.name / db.dialect
+    folder.mkdir(parents=True, exist_ok=True)
+    sums = {}
+    for name, text in (("schema.sql", db.ddl_text()), ("data.sql", data_script(db)),
+                       ("decisions.json", json.dumps(db.decisions, indent=1, default=str) + "\n")):
+        path = folder / name
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        sums[str(path.relative_to(root))] = hashlib.sha256(text.encode()).hexdigest()
+    return sums
