@@ -151,6 +151,56 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _crosscheck_engines(config: BuildConfig, dialects: set[str]) -> dict:
+    from plbench.pipeline import open_engine
+
+    engines = {}
+    for dialect in sorted(dialects):
+        engine = open_engine(config, dialect)
+        if isinstance(engine, str):
+            print(f"plbench: {dialect} candidates not run: {engine}", file=sys.stderr)
+        else:
+            engines[dialect] = engine
+    return engines
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    """Candidates (a file, or a model at one hint level) vs the Python reference; agreement figures."""
+    from plbench import llm
+    from plbench.evaluate import read_solutions, read_tasks
+    from plbench.validation import crosscheck as xc
+
+    if args.llm and llm.not_configured():
+        print(f"plbench: crosscheck not run: {llm.not_configured()}", file=sys.stderr)
+        return 2
+    config, release = BuildConfig.from_env(), Path(args.release).resolve()
+    tasks = read_tasks(release)
+    candidates = None if args.llm else read_solutions(Path(args.solutions))
+    engines = _crosscheck_engines(config, {c.dialect for c in candidates} if candidates else set(DIALECT_NAMES))
+    source = f"llm {llm.LLMSettings.from_env().model}, hint {args.hint_level}" if args.llm else args.solutions
+    try:
+        if args.llm:
+            todo = [t for key, t in sorted(tasks.items()) if key[1] in engines][: args.limit]
+            client = llm.LLMClient(llm.LLMSettings.from_env(), config.cache_dir / "llm")
+            candidates = xc.generate_candidates(todo, client, args.hint_level)
+        rows = xc.crosscheck(tasks, candidates, engines, config.sandbox, config.workers)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    stem = f"llm-{args.hint_level}" if args.llm else Path(args.solutions).stem
+    out = Path(args.out) if args.out else Path("crosschecks") / f"{release.name}-{stem}"
+    summary = xc.summarize(rows)
+    xc.write_results(out, rows, summary, source)
+    for key, s in summary.items():
+        print(f"{key}: output-level agreement {s['output_level']['rate']} ({s['output_level']['agree']}/"
+              f"{s['output_level']['of']} cases; conclusive only {s['output_level_conclusive']['rate']}), "
+              f"pass/fail-level agreement {s['pass_fail_level']['rate']} ({s['pass_fail_level']['agree']}/"
+              f"{s['pass_fail_level']['of']} candidates; conclusive only {s['pass_fail_level_conclusive']['rate']}); "
+              f"inconclusive cases by cause: {s['inconclusive_cases_by_cause'] or 'none'}")
+    print(f"per-case comparisons and summary in {out}")
+    return 0
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     dagster_home()
     os.chdir(project_root())
@@ -182,6 +232,17 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", help="folder for cases.parquet and summary.md "
                                         "(default: evaluations/<release>-<solutions>)")
     evaluate.set_defaults(func=cmd_evaluate)
+    xcheck = sub.add_parser("crosscheck", help="compare candidates' verdicts with the Python reference's")
+    xcheck.add_argument("--release", required=True, help="a release folder (releases/<version>)")
+    source = xcheck.add_mutually_exclusive_group(required=True)
+    source.add_argument("--solutions", help="JSONL file of {task_id, dialect, code}")
+    source.add_argument("--llm", action="store_true", help="generate candidates with PLBENCH_LLM_BASE_URL/_MODEL")
+    xcheck.add_argument("--hint-level", default="none", choices=["none", "reference", "reference_tests"],
+                        help="with --llm: the prompt alone, + the Python reference, + its tests")
+    xcheck.add_argument("--limit", type=int, help="with --llm: only the first N tasks")
+    xcheck.add_argument("--out", help="folder for comparisons.parquet and summary.json "
+                                      "(default: crosschecks/<release>-<source>)")
+    xcheck.set_defaults(func=cmd_crosscheck)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
     dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed on to `dagster dev`")
     dev.set_defaults(func=cmd_dev)

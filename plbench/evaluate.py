@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,17 +138,30 @@ def markdown(summary: dict, release: str, solutions: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def evaluate(release_dir: Path, candidates: list[Candidate], engines: dict[str, Engine]) -> list[dict]:
-    """Case rows for every candidate whose task is in the release and whose dialect has an engine."""
-    tasks = {(r["task_id"], r["dialect"]): r for r in pq.read_table(release_dir / "tasks.parquet").to_pylist()}
-    rows = []
-    for cand in candidates:
+def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
+    """The release's task rows by (task_id, dialect)."""
+    return {(r["task_id"], r["dialect"]): r for r in pq.read_table(release_dir / "tasks.parquet").to_pylist()}
+
+
+def run_candidates(tasks: dict[tuple[str, str], dict], candidates: list[Candidate], engines: dict[str, Engine],
+                   release: str = "the release") -> Iterator[tuple[int, Candidate, dict, list[dict]]]:
+    """(index, candidate, task row, case rows) of every candidate whose dialect has an engine.
+
+    The one execution path of candidates: `evaluate` scores what it yields and the implementation
+    cross-check (plbench.validation.crosscheck) compares it with the Python reference.
+    """
+    for index, cand in enumerate(candidates):
         task = tasks.get((cand.task_id, cand.dialect))
         if task is None:
-            raise ValueError(f"{cand.task_id} ({cand.dialect}) is not a task of release {release_dir.name}")
+            raise ValueError(f"{cand.task_id} ({cand.dialect}) is not a task of {release}")
         if cand.dialect in engines:
-            rows.extend(evaluate_candidate(engines[cand.dialect], task, cand.code))
-    return rows
+            yield index, cand, task, evaluate_candidate(engines[cand.dialect], task, cand.code)
+
+
+def evaluate(release_dir: Path, candidates: list[Candidate], engines: dict[str, Engine]) -> list[dict]:
+    """Case rows for every candidate whose task is in the release and whose dialect has an engine."""
+    ran = run_candidates(read_tasks(release_dir), candidates, engines, f"release {release_dir.name}")
+    return [row for _, _, _, rows in ran for row in rows]
 
 
 def write_results(out_dir: Path, rows: list[dict], summary_md: str) -> None:
