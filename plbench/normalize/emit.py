@@ -14,11 +14,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from plbench.normalize.schema import Column, SourceDatabase, Table
-from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce, target_type
+from plbench.normalize.typemap import (
+    ORACLE_VARCHAR_BYTES,
+    RULE_REASONS,
+    IdentifierMap,
+    TargetName,
+    coerce,
+    target_type,
+)
 
 ORACLE_INSERT_BATCH = 100  # rows per INSERT ALL (multi-row VALUES needs Oracle 23ai)
 
@@ -96,6 +103,8 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     for table in db.tables:
         families = [c.family for c in table.columns]
         rows = [tuple(coerce(v, f) for v, f in zip(r, families)) for r in db.rows.get(table.name, [])]
+        if dialect == "oracle":
+            table = _oracle_empty_string_constraints(db, table, rows, decisions)
         column_names = IdentifierMap(dialect)
         cols = [NormalizedColumn(col, column_names.add(col.name),
                                  target_type(col.family, dialect, _max_text_bytes(rows, i)))
@@ -120,6 +129,23 @@ def _oracle_value(v):
     if isinstance(v, dt.time):
         return v.isoformat()
     return v
+
+
+def _oracle_empty_string_constraints(db: SourceDatabase, table: Table, rows: list[tuple],
+                                     decisions: list[dict]) -> Table:
+    """'' loads as NULL in Oracle: a NOT NULL or primary-key column holding '' loses that constraint."""
+    empty = {c.name.lower() for i, c in enumerate(table.columns) if any(r[i] == "" for r in rows)}
+    if not empty:
+        return table
+    why = "holds '', which is NULL in Oracle"
+    cols = tuple(replace(c, nullable=True, note=(c.note + "; " if c.note else "") + f"declared NOT NULL but {why}")
+                 if c.name.lower() in empty and not c.nullable else c for c in table.columns)
+    pk = table.primary_key
+    if any(c.lower() in empty for c in pk):
+        decisions.append({"database": db.key, "table": table.name, "dialect": "oracle",
+                          "decision": "primary_key_dropped", "detail": f"{pk}: a primary-key column {why}"})
+        pk = ()
+    return replace(table, columns=cols, primary_key=pk)
 
 
 def _oracle_empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list[tuple]) -> list[dict]:
@@ -189,8 +215,10 @@ def _oracle_literal(v) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, str):
-        parts = [v[i:i + 1000] for i in range(0, len(v), 1000)]
-        return " || ".join("'" + p.replace("'", "''") + "'" for p in parts)
+        parts = ["'" + p.replace("'", "''") + "'" for p in (v[i:i + 1000] for i in range(0, len(v), 1000))]
+        if len(v.encode()) > ORACLE_VARCHAR_BYTES:  # VARCHAR2 || VARCHAR2 stops at 4000 bytes (ORA-01489)
+            parts[0] = f"TO_CLOB({parts[0]})"
+        return " || ".join(parts)
     if isinstance(v, float):
         return "BINARY_DOUBLE_NAN" if v != v else repr(v) + "d" if abs(v) != float("inf") else (
             "BINARY_DOUBLE_INFINITY" if v > 0 else "-BINARY_DOUBLE_INFINITY")
@@ -251,11 +279,14 @@ def data_script(db: NormalizedDatabase) -> str:
 
 
 def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:
-    """schema.sql and data.sql under root/<source>/<db>/<dialect>/; returns relative path -> sha256."""
+    """schema.sql, data.sql and constraints.sql (run in that order: NOT VALID / ENABLE NOVALIDATE
+    foreign keys still check rows inserted after them, and Spider data has dangling references)
+    under root/<source>/<db>/<dialect>/; returns relative path -> sha256."""
     folder = root / db.source / db.name / db.dialect
     folder.mkdir(parents=True, exist_ok=True)
     sums = {}
-    for name, text in (("schema.sql", db.ddl_text()), ("data.sql", data_script(db)),
+    for name, text in (("schema.sql", "\n\n".join(db.create_statements) + "\n"), ("data.sql", data_script(db)),
+                       ("constraints.sql", "\n\n".join(db.constraint_statements) + "\n"),
                        ("decisions.json", json.dumps(db.decisions, indent=1, default=str) + "\n")):
         path = folder / name
         tmp = path.with_suffix(".tmp")

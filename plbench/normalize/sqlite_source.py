@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from plbench.normalize.schema import Column, ForeignKey, SourceDatabase, Table
-from plbench.normalize.typemap import refine_family, source_family
+from plbench.normalize.typemap import coerce, refine_family, source_family
 
 
 def decode_text(raw: bytes) -> str:
@@ -57,12 +57,13 @@ def _foreign_keys(conn: sqlite3.Connection, table: str, tables: dict[str, list[s
     return tuple(fks)
 
 
-def _primary_key(table: str, pk: tuple[str, ...], columns: list[str], rows: list[tuple],
+def _primary_key(table: str, pk: tuple[str, ...], columns: list[Column], rows: list[tuple],
                  decisions: list[dict]) -> tuple[str, ...]:
     if not pk:
         return pk
-    idx = [columns.index(c) for c in pk]
-    keys = [tuple(r[i] for i in idx) for r in rows]
+    idx = [[c.name for c in columns].index(c) for c in pk]
+    # Keys as loaded: values SQLite keeps apart (1 and '1' in an untyped column) may coincide after coercion.
+    keys = [tuple(coerce(r[i], columns[i].family) for i in idx) for r in rows]
     if any(v is None for k in keys for v in k):
         why = "a primary-key column holds NULL"
     elif len(set(keys)) != len(keys):
@@ -117,4 +118,4 @@ def _table(name: str, info: list, rows: list[tuple], pk: tuple[str, ...], fks: t
         if notnull and any(v is None for v in values):
             nullable, note = True, (note + "; " if note else "") + "declared NOT NULL but holds NULL"
         cols.append(Column(col, declared, family, rule, nullable, note))
-    return Table(name, tuple(cols), _primary_key(name, pk, [c.name for c in cols], rows, decisions), fks)
+    return Table(name, tuple(cols), _primary_key(name, pk, cols, rows, decisions), fks)

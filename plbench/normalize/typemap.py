@@ -38,11 +38,15 @@ SOURCE_RULES: tuple[tuple[str, frozenset, str, str, str], ...] = (
      "date and time; time zones are not kept (sources store local or UTC times)"),
     ("time", ALL, r"^TIME(\(\d+\))?$", "time", "time of day"),
     ("boolean", WAREHOUSES, r"^(BOOL|BOOLEAN)$", "boolean", "boolean"),
+    ("bigquery_geography_wkt", frozenset({"bigquery"}), r"^GEOGRAPHY$", "text",
+     "BigQuery shows GEOGRAPHY values as WKT text (POINT(...)), which is not JSON"),
     ("nested_as_json", ALL, r"^(STRUCT|ARRAY|RECORD|VARIANT|OBJECT|JSONB?|GEOGRAPHY|GEOMETRY|POINT|MAP)\b",
      "json", "nested or spatial values are kept as JSON text (jsonb / CLOB IS JSON)"),
     ("integer", ALL, r"^(INT64|INT|INTEGER|BIGINT|SMALLINT|TINYINT|BYTEINT|MEDIUMINT|INT2|INT4|INT8)$",
      "integer", "integer"),
     ("number_scale_0", WAREHOUSES, r"^NUMBER\(\s*\d+\s*,\s*0\s*\)$", "integer", "NUMBER with scale 0"),
+    ("decimal_scale_0", WAREHOUSES, r"^(DECIMAL|NUMERIC)\(\s*\d+\s*,\s*0\s*\)$", "integer",
+     "DECIMAL with scale 0 (sqlglot spells Snowflake NUMBER(p,0) so)"),
     ("decimal", ALL, r"^(DECIMAL|NUMERIC|NUMBER|BIGNUMERIC|BIGDECIMAL|DEC)\b", "decimal", "exact number"),
     ("float", ALL, r"^(FLOAT|FLOAT64|DOUBLE|REAL|FLOAT4|FLOAT8)", "float", "binary floating point"),
     ("binary", ALL, r"^(BYTES|BINARY|VARBINARY|BLOB)\b", "binary", "bytes"),
@@ -252,7 +256,8 @@ class IdentifierMap:
             return self._names[key]
         name, whys = fold(self.dialect, source.replace('"', "")), []
         if len(name.encode()) > self._limit:
-            digest = hashlib.sha1(source.encode()).hexdigest()[:8]
+            # Folded too: an unquoted Oracle name ending in lower-case hex would be stored upper-cased.
+            digest = fold(self.dialect, hashlib.sha1(source.encode()).hexdigest()[:8])
             name = name.encode()[: self._limit - 9].decode("utf-8", "ignore") + "_" + digest
             whys.append(f"longer than {self._limit} bytes")
         base, n = name, 2

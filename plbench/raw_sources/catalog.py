@@ -8,7 +8,9 @@ so one value verifies both a mirror copy and a download.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 COMPRESSIONS = (None, "gzip")
 
@@ -66,3 +68,19 @@ CATALOG: dict[str, tuple[SourceFile, ...]] = {
         ),
     ),
 }
+
+
+# Spider 1.0 and Spider 2.0-Lite are hundreds of files (one SQLite file per database, one gold
+# SQL file per question): their entries live in spider_catalog.json, made from the mirror's
+# manifest.json (path, sha256, and the public repository and commit each file was taken from).
+_SPIDER_LICENCES = {"spider1": "CC-BY-SA-4.0", "spider2_lite": "MIT"}
+
+
+def _spider_entries() -> dict[str, tuple[SourceFile, ...]]:
+    table = json.loads((Path(__file__).with_name("spider_catalog.json")).read_text(encoding="utf-8"))
+    return {subset: tuple(SourceFile(subset, row["path"], row["url"], row["sha256"], _SPIDER_LICENCES[subset])
+                          for row in rows)
+            for subset, rows in table.items()}
+
+
+CATALOG.update(_spider_entries())
