@@ -53,20 +53,56 @@ def _config(args: argparse.Namespace) -> BuildConfig:
                                 out_dir=Path(args.out).resolve() if getattr(args, "out", None) else None)
 
 
-def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None):
-    """Run the rebuild job (or a selection of its assets) in-process; returns Dagster's result."""
+RAW_ASSETS = ["mbpp_raw", "mbpp_plus_raw", "spider1_raw", "spider2_lite_raw"]
+PARTITIONED = [["normalized_databases", d] for d in DIALECT_NAMES]
+
+
+def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None,
+            partition: str | None = None):
+    """Run the rebuild job (or a selection of its assets) in-process; returns Dagster's result.
+
+    A full build runs twice: the raw assets first (they register one `database` partition per
+    database), then everything else, with every database partition in that one run. With
+    `partition`, the selection runs for that one database only.
+    """
+    import dagster as dg
+
+    if instance is None:
+        dagster_home()
+        with dg.DagsterInstance.get() as persistent:
+            return execute(config, selection, persistent, partition)
+    if partition is not None:
+        return _run(config, selection, instance, tags={"dagster/partition": partition})
+    if selection is None:
+        first = _run(config, [[name] for name in RAW_ASSETS], instance)
+        if not first.success:
+            return first
+        selection = [k.path for k in _all_asset_keys(config) if k.path[0] not in RAW_ASSETS]
+    partitioned = [k for k in selection if k in PARTITIONED]
+    if not partitioned:
+        return _run(config, selection, instance)
+    keys = instance.get_dynamic_partitions("database")
+    if not keys:  # no Spider subset selected: nothing to normalize
+        return _run(config, [k for k in selection if k not in PARTITIONED], instance)
+    return _run(config, selection, instance, tags={"dagster/asset_partition_range_start": keys[0],
+                                                  "dagster/asset_partition_range_end": keys[-1]})
+
+
+def _all_asset_keys(config: BuildConfig):
+    from pipelines.definitions import build_definitions
+
+    return sorted(build_definitions(config).resolve_asset_graph().get_all_asset_keys())
+
+
+def _run(config: BuildConfig, selection: list[list[str]], instance, tags: dict | None = None):
     import dagster as dg
 
     from pipelines.definitions import REBUILD_JOB, build_definitions
 
     job = build_definitions(config).resolve_job_def(REBUILD_JOB)
-    options = {"asset_selection": [dg.AssetKey(k) for k in selection] if selection else None,
-               "raise_on_error": False, "run_config": {"loggers": {"console": {"config": {"log_level": "INFO"}}}}}
-    if instance is not None:
-        return job.execute_in_process(instance=instance, **options)
-    dagster_home()
-    with dg.DagsterInstance.get() as persistent:
-        return job.execute_in_process(instance=persistent, **options)
+    return job.execute_in_process(
+        instance=instance, asset_selection=[dg.AssetKey(k) for k in selection], raise_on_error=False,
+        tags=tags or {}, run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}})
 
 
 def failure_messages(result) -> list[tuple[str, str]]:

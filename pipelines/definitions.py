@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.assets import mbpp, release, replay
+from pipelines.assets import mbpp, release, replay, spider
 from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"
@@ -10,10 +10,13 @@ REBUILD_JOB = "rebuild_release"
 
 def build_definitions(config: BuildConfig) -> dg.Definitions:
     assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
-              mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(), release.release]
+              mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(),
+              spider.spider1_raw, spider.spider2_lite_raw, *spider.normalized_assets.values(),
+              spider.normalization_report, spider.spider_plsql_tasks, release.release]
     return dg.Definitions(
         assets=assets,
-        asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks],
+        asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks, spider.databases_loaded,
+                      spider.gold_equivalence_floor],
         jobs=[dg.define_asset_job(REBUILD_JOB, selection=dg.AssetSelection.all(),
                                   description="Rebuild the release from raw sources, every stage.")],
         resources={

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from plbench.sandbox import SandboxLimits
 
-SUBSETS = ("mbpp", "mbpp_plus")
+SUBSETS = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
 DIALECT_NAMES = ("oracle", "postgres")
 
 
@@ -23,6 +23,8 @@ class BuildConfig:
     raw_dir: Path | None = None  # a local mirror of the raw sources; None downloads them
     cache_dir: Path = field(default_factory=lambda: project_root() / ".cache")
     out_dir: Path = field(default_factory=lambda: project_root() / "releases")
+    # Emitted DDL and data per database and dialect, and each database's verification report.
+    normalized_dir: Path = field(default_factory=lambda: project_root() / "normalized")
     version: str | None = None  # None: derived from the builder version and the build id
     subsets: tuple[str, ...] = SUBSETS
     pg_dsn: str | None = None  # None: start a private PostgreSQL server under cache_dir
@@ -31,6 +33,7 @@ class BuildConfig:
     oracle_connect_timeout_s: float = 10.0
     workers: int = 2
     min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
+    min_gold_equivalence: float = 0.99  # Spider 1.0 dev gold queries identical on PostgreSQL and SQLite
     # MBPP+ runs ~100 generated inputs per task in one child. A few references take seconds per
     # input; past an 8 s budget their remaining inputs are dropped (reference_timeout) so one
     # task cannot hold the build.
@@ -67,4 +70,5 @@ class BuildConfig:
 
     def fingerprint(self) -> dict:
         """The settings that change the content of a release (part of the build id)."""
-        return {"subsets": sorted(self.subsets), "min_retention": self.min_retention}
+        return {"subsets": sorted(self.subsets), "min_retention": self.min_retention,
+                "min_gold_equivalence": self.min_gold_equivalence}

@@ -27,8 +27,9 @@ from plbench.mbpp.artifacts import TypedTask
 from plbench.pipeline import ReplayReport, RoundTripReport, collect_types
 from plbench.records import Rejection, task_id
 
-SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0"}
-LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0"}
+SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0",
+                   "spider_plsql": "Spider 1.0 (dev)", "spider2": "xlang-ai/Spider2 (Spider 2.0-Lite)"}
+LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0", "spider_plsql": "CC-BY-SA-4.0", "spider2": "MIT"}
 
 _STR_LIST = pa.list_(pa.string())
 TASK_SCHEMA = pa.schema([
@@ -261,9 +262,10 @@ def dataset_card(manifest: dict) -> str:
         for dialect, entry in per_dialect.items():
             replay = entry["replay"]
             if replay["ran"]:
+                mutants = entry.get("mutants")
                 lines.append(f"- {name} / {dialect}: replay ran on {replay['engine']}: {replay['passed']} "
-                             f"passed, {replay['failed']} failed; mutants killed "
-                             f"{entry['mutants']['killed']} of {entry['mutants']['total']}.")
+                             f"passed, {replay['failed']} failed"
+                             + (f"; mutants killed {mutants['killed']} of {mutants['total']}." if mutants else "."))
             else:
                 lines.append(f"- {name} / {dialect}: replay not run ({replay['reason']}).")
             trip = entry.get("roundtrip", {})
@@ -281,20 +283,47 @@ def dataset_card(manifest: dict) -> str:
     return "\n".join(lines)
 
 
+def _extra_subsets(manifest: dict, extra_inputs: list, extra_tasks: list, rows: list[dict],
+                   rejections: list[Rejection]) -> None:
+    """Counts and validation of the subsets built outside the MBPP stages (Spider), in place."""
+    for inputs in extra_inputs:
+        manifest["inputs"].update(inputs.inputs)
+        manifest["subsets"][inputs.subset] = subset_counts(inputs.subset, inputs.input_count, rows, rejections)
+        tasks = next((t for t in extra_tasks if t.subset == inputs.subset), None)
+        validation = tasks.validation if tasks else {}
+        manifest["validation"][inputs.subset] = {d: {"replay": validation.get(d, {"ran": False, "reason":
+                                                                                   "no task stage ran"})}
+                                                 for d in DIALECT_NAMES}
+
+
 def assemble_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
-                     replays: dict, roundtrips: dict) -> tuple[Path, dict]:
-    """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile."""
+                     replays: dict, roundtrips: dict, extra_inputs: list = (), extra_tasks: list = (),
+                     normalization=None) -> tuple[Path, dict]:
+    """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile.
+
+    `extra_inputs` / `extra_tasks` are the Spider subsets (plbench.spider.stages.SpiderInputs / SpiderTasks),
+    `normalization` their databases (plbench.spider.summary.NormalizationSummary).
+    """
     inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
+    inputs.update({rel: sha for extra in extra_inputs for rel, sha in extra.inputs.items()})
     build = build_id(config, inputs)
     version = release_version(config, build)
     reference = {(p.subset, p.source_id): p.reference_code for subset in ingested for p in subset.problems}
     raw_sha = {subset.subset: next(iter(subset.inputs.values())) for subset in ingested}
     rows, replay_rejections = task_rows(artifacts, replays, reference, raw_sha, build)
+    rows += [dict(r, build_id=build) for tasks in extra_tasks for r in tasks.rows]
+    rows.sort(key=lambda r: (r["subset"], r["task_id"], r["dialect"]))
     rejections = [r for subset in ingested for r in subset.rejections]
     rejections += [r for stage in stages for r in stage.rejections] + replay_rejections
+    rejections += [r for extra in extra_inputs for r in extra.rejections]
+    rejections += [r for tasks in extra_tasks for r in tasks.rejections]
     released = {(r["task_id"], r["dialect"]) for r in rows}
     types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
     manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, roundtrips, types)
+    _extra_subsets(manifest, list(extra_inputs), list(extra_tasks), rows, rejections)
+    manifest["inputs"] = dict(sorted(manifest["inputs"].items()))
+    if normalization is not None and normalization.manifest:
+        manifest["normalization"] = normalization.manifest
     manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:
@@ -302,5 +331,9 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, artifact
     tables = {"tasks.parquet": (rows, TASK_SCHEMA), "rejections.parquet": (rejection_rows(rejections),
                                                                            REJECTION_SCHEMA),
               "types.parquet": (types, TYPE_SCHEMA)}
+    if normalization is not None and normalization.database_rows:
+        from plbench.spider.summary import DATABASE_SCHEMA
+
+        tables["databases.parquet"] = (normalization.database_rows, DATABASE_SCHEMA)
     path = write_release(config, version, tables, manifest, dataset_card(manifest))
     return path, manifest

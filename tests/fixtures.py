@@ -95,3 +95,57 @@ def write_mirror(root: Path, malformed_line: bool = True) -> dict:
         dataset = rel.split("/")[0]
         catalog[dataset].append(SourceFile(dataset, rel, f"http://127.0.0.1:9/{rel}", sha, "test"))
     return {k: tuple(v) for k, v in catalog.items()}
+
+
+# ---- a miniature Spider 1.0 -------------------------------------------------------------------
+
+SHOP_SQL = """
+CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, city VARCHAR(20), joined DATE, score REAL);
+CREATE TABLE "order" (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer(id),
+                      amount NUMERIC(10,2), placed DATETIME, note TEXT);
+INSERT INTO customer VALUES (1, 'Ann', 'Paris', '2020-01-05', 4.5), (2, 'Bob', NULL, '2021-03-01', 3.25),
+                            (3, 'Cé''line', '', '2019-12-31', NULL), (4, 'Dan "the man"', 'Oslo', NULL, 0.1);
+INSERT INTO "order" VALUES (10, 1, 12.5, '2022-01-01 10:00:00', 'first, with comma'),
+                           (11, 1, 7, '2022-02-01 11:30:00', NULL), (12, 2, 100.25, '2022-03-01 09:00:00', 'tab	x'),
+                           (13, 3, 0.5, NULL, '日本'), (14, 9, 1, '2022-05-05 00:00:00', 'dangling customer');
+"""
+
+SPIDER_DEV = [
+    ("shop", "How many customers are there?", "SELECT count(*) FROM customer"),
+    ("shop", "List customer names in alphabetical order.", "SELECT name FROM customer ORDER BY name"),
+    ("shop", "What is the average score?", "SELECT avg(score) FROM customer"),
+    ("shop", "Total amount per customer name.",
+     "SELECT T1.name, sum(T2.amount) FROM customer AS T1 JOIN \"order\" AS T2 ON T1.id = T2.customer_id "
+     "GROUP BY T1.id"),
+    ("shop", "Which customers joined before 2021?", "SELECT name, joined FROM customer WHERE joined < '2021-01-01'"),
+    ("shop", "Cities of customers named like 'a'.", "SELECT city FROM customer WHERE name LIKE '%a%'"),
+    ("shop", "Notes of orders.", "SELECT note FROM \"order\" WHERE note IS NOT NULL"),
+    ("shop", "A query SQLite cannot run.", "SELECT nonexistent FROM customer"),
+    ("gone", "A question on a database that is not in the raw sources.", "SELECT 1"),
+]
+
+
+def write_spider1(root: Path) -> dict:
+    """Spider 1.0's layout: tables.json naming two databases (one present), dev.json, gold files."""
+    import sqlite3
+
+    db = root / "spider/database/shop/shop.sqlite"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.unlink(missing_ok=True)
+    with sqlite3.connect(db) as conn:
+        conn.executescript(SHOP_SQL)
+    conn.close()
+    files = {
+        "spider/tables.json": json.dumps([{"db_id": "shop"}, {"db_id": "gone"}]),
+        "spider/dev.json": json.dumps([{"db_id": d, "question": q, "query": s} for d, q, s in SPIDER_DEV]),
+        "spider/dev_gold.sql": "".join(f"{s}\t{d}\n" for d, _, s in SPIDER_DEV),
+        "spider/train_gold.sql": "SELECT name FROM customer WHERE score > 3\tshop\nSELECT 1\tgone\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    entries = []
+    for rel in [*files, "spider/database/shop/shop.sqlite"]:
+        sha = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+        entries.append(SourceFile("spider1", rel, f"http://127.0.0.1:9/{rel}", sha, "test"))
+    return {"spider1": tuple(entries)}

@@ -10,16 +10,18 @@ import pytest
 from pipelines.cli import execute, failure_messages, report
 from plbench.config import BuildConfig
 from plbench.sandbox import SandboxLimits
-from tests.fixtures import MBPP, write_mirror
+from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, pg_engine):
     root = tmp_path_factory.mktemp("mirror")
-    catalog = write_mirror(root)
+    catalog = write_mirror(root) | write_spider1(root)
     config = BuildConfig(raw_dir=root, cache_dir=tmp_path_factory.mktemp("cache"),
                          out_dir=tmp_path_factory.mktemp("releases"), catalog=catalog, pg_dsn=pg_engine._dsn,
-                         version="t1", min_retention=0.5,
+                         normalized_dir=tmp_path_factory.mktemp("normalized"),
+                         subsets=("mbpp", "mbpp_plus", "spider_plsql"), version="t1", min_retention=0.5,
+                         min_gold_equivalence=0.5,
                          sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2))
     instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
                                              overrides={"telemetry": {"enabled": False}})
@@ -114,7 +116,51 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
     assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release"}
+    assert "normalized_databases__postgres" not in ran
     assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 8
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
+
+
+def test_spider_databases_are_normalized_loaded_and_reported(setup):
+    config, _ = setup
+    path, manifest, _, _ = _release(config)
+    spider1 = manifest["normalization"]["spider1"]
+    assert spider1["databases"] == 2 and spider1["loaded"] == {"postgres": 1}
+    assert spider1["failed"] == {"gone": "its SQLite file is not in the raw sources"}
+    assert spider1["tables"] == 2 and spider1["rows"] == 9
+    assert spider1["oracle"]["execution"]["ran"] is False and spider1["oracle"]["static_problems"] == 0
+    dev = spider1["gold_equivalence"]["postgres"]
+    assert dev["total"] == len(SPIDER_DEV) - 1 and dev["mismatch"] == {"source_error": 1}
+    databases = pq.read_table(path / "databases.parquet").to_pylist()
+    assert {(d["database"], d["dialect"]) for d in databases} == {("shop", "postgres"), ("shop", "oracle")}
+    pg = next(d for d in databases if d["dialect"] == "postgres")
+    assert pg["loaded"] and pg["verified"] and pg["rows"] == 9
+    assert pg["data_path"] == "spider1/shop/postgres/data.sql"
+    assert (config.normalized_dir / pg["data_path"]).read_text().startswith("COPY customer")
+    oracle = next(d for d in databases if d["dialect"] == "oracle")
+    assert oracle["loaded"] is None and oracle["not_run"].startswith("PLBENCH_ORACLE_DSN is not set")
+    assert '"ORDER"' in oracle["ddl"]  # a reserved word stays a quoted name
+
+
+def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
+    config, _ = setup
+    _, manifest, tasks, rejections = _release(config)
+    counts = manifest["subsets"]["spider_plsql"]
+    assert counts["input"] == len(SPIDER_DEV)
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    assert counts["rejected"]["database_missing"] == 1 and counts["rejected"]["gold_source_error"] == 1
+    released = counts["released"]["postgres"]
+    assert released == len(SPIDER_DEV) - sum(counts["rejected"].values())
+    rows = [t for t in tasks if t["subset"] == "spider_plsql"]
+    pg = next(t for t in rows if t["source_id"] == "1" and t["dialect"] == "postgres")
+    assert json.loads(pg["test_cases"]) == {"expected_lines": ["Ann", "Bob", "Cé'line", 'Dan "the man"'],
+                                            "ordered": True}
+    assert pg["replay_status"] == "passed" and pg["database"] == "shop"
+    assert "RAISE NOTICE" in pg["prompt"] and "CREATE TABLE customer" in pg["prompt"]
+    avg = next(t for t in rows if t["source_id"] == "2" and t["dialect"] == "postgres")
+    assert json.loads(avg["test_cases"])["expected_lines"] == ["2.6167"]  # (4.5 + 3.25 + 0.1) / 3, 4 places
+    oracle = next(t for t in rows if t["source_id"] == "1" and t["dialect"] == "oracle")
+    assert oracle["replay_status"] == "not_run" and "DBMS_OUTPUT.PUT_LINE" in oracle["reference_code"]
+    assert {r["reason_code"] for r in rejections if r["subset"] == "spider_plsql"} >= {"database_missing"}

@@ -5,6 +5,8 @@ import dagster as dg
 from plbench.config import BuildConfig
 from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
 from plbench.release import assemble_release
+from plbench.spider.stages import SpiderInputs, SpiderTasks
+from plbench.spider.summary import NormalizationSummary
 
 GROUP = "release"
 
@@ -15,18 +17,24 @@ GROUP = "release"
                "replay_postgres": dg.AssetIn(key=["replay_validation", "postgres"]),
                "replay_oracle": dg.AssetIn(key=["replay_validation", "oracle"]),
                "roundtrip_postgres": dg.AssetIn(key=["roundtrip", "postgres"]),
-               "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"])},
+               "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"]),
+               "spider1_raw": dg.AssetIn(), "spider2_lite_raw": dg.AssetIn(),
+               "normalization_report": dg.AssetIn(), "spider_plsql_tasks": dg.AssetIn()},
           description="releases/<version>/: tasks, rejections and types as Parquet, manifest.json, README.md.")
 def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
             mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
             mbpp_signatures: StageOutput, mbpp_tasks: StageOutput,
             replay_postgres: ReplayReport, replay_oracle: ReplayReport,
-            roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport) -> str:
+            roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport,
+            spider1_raw: SpiderInputs | None, spider2_lite_raw: SpiderInputs | None,
+            normalization_report: NormalizationSummary, spider_plsql_tasks: SpiderTasks) -> str:
     ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
+    spider = [r for r in (spider1_raw,) if r is not None]
     path, manifest = assemble_release(
         build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_tasks.items,
         {"postgres": replay_postgres, "oracle": replay_oracle},
-        {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle})
+        {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle},
+        extra_inputs=spider, extra_tasks=[spider_plsql_tasks], normalization=normalization_report)
     context.add_output_metadata({
         "release_path": str(path), "version": manifest["version"],
         "subsets": dg.MetadataValue.json(manifest["subsets"]),

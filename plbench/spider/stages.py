@@ -1,0 +1,332 @@
+"""The Spider stages as plain functions: raw files → normalized, loaded, verified databases → tasks.
+
+`normalize_database` is the work of one `normalized_databases` partition (one database in
+one dialect): it emits the DDL and data files, loads PostgreSQL, verifies row counts and
+checksums, and runs the gold-query equivalence. Its `DatabaseReport` is saved next to the
+emitted files, so the task stages read every database's report whichever run produced it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pickle
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlglot
+
+from plbench.config import BuildConfig
+from plbench.dialects import DIALECTS
+from plbench.dialects.static_checks import check_block_structure
+from plbench.engines.postgres import PostgresEngine
+from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
+from plbench.normalize.load import LoadReport, load_postgres
+from plbench.normalize.schema import SourceDatabase
+from plbench.normalize.sqlite_source import connect_readonly, read_sqlite
+from plbench.raw_sources import CATALOG, resolve
+from plbench.records import Rejection
+from plbench.spider.gold import GoldQuery, check_database, read_spider_dev, read_train_gold
+from plbench.spider.gold import summarize as summarize_equivalence
+from plbench.spider.tasks import (
+    ReferenceOutput,
+    TaskBuildError,
+    oracle_reference_block,
+    output_kinds,
+    outputs_match,
+    postgres_reference_block,
+    prompt,
+    reference_output,
+)
+
+# release subset -> the raw dataset its databases come from
+SPIDER_SUBSETS = {"spider_plsql": "spider1", "spider2": "spider2_lite"}
+
+
+@dataclass
+class SpiderInputs:
+    """One Spider dataset's verified raw files, read: its databases and questions."""
+
+    subset: str  # release subset: "spider_plsql" | "spider2"
+    source: str  # raw dataset: "spider1" | "spider2_lite"
+    databases: dict[str, Path]  # database -> its SQLite file (spider1) or description folder (spider2)
+    missing: dict[str, str]  # database named by the dataset but not loadable -> why
+    questions: list  # the questions tasks are built from
+    extra_queries: list = field(default_factory=list)  # gold queries used for verification only
+    rejections: list[Rejection] = field(default_factory=list)
+    inputs: dict[str, str] = field(default_factory=dict)  # relative raw path -> sha256
+
+    @property
+    def input_count(self) -> int:
+        return len(self.questions) + sum(1 for r in self.rejections if r.level == "task")
+
+    def partition_keys(self) -> list[str]:
+        return [partition_key(self.source, name) for name in sorted(self.databases)]
+
+
+def partition_key(source: str, name: str) -> str:
+    return f"{source}.{name}"
+
+
+def split_partition_key(key: str) -> tuple[str, str]:
+    source, name = key.split(".", 1)
+    return source, name
+
+
+def _resolve_all(config: BuildConfig, dataset: str) -> dict[str, Path]:
+    sources = (config.catalog or CATALOG)[dataset]
+    return {s.relative_path: resolve(s, config.raw_dir, config.download_dir) for s in sources}
+
+
+def ingest_spider1(config: BuildConfig) -> SpiderInputs:
+    """Spider 1.0: every database tables.json names, the dev questions and the train gold queries."""
+    paths = _resolve_all(config, "spider1")
+    names = [db["db_id"] for db in json.loads(paths["spider/tables.json"].read_text(encoding="utf-8"))]
+    databases, missing = {}, {}
+    for name in sorted(names):
+        path = paths.get(f"spider/database/{name}/{name}.sqlite")
+        if path is not None:
+            databases[name] = path
+        else:
+            ddl_only = f"spider/database/{name}/{name}.sql" in paths
+            missing[name] = ("the raw sources hold only its DDL (no rows)" if ddl_only
+                             else "its SQLite file is not in the raw sources")
+    dev = read_spider_dev(paths["spider/dev.json"], paths["spider/dev_gold.sql"])
+    train = [q for q in read_train_gold(paths["spider/train_gold.sql"]) if q.db_id in databases]
+    questions = [q for q in dev if q.db_id in databases]
+    rejections = [Rejection("spider_plsql", q.source_id, "ingest", "database_missing", f"{q.db_id}: {missing[q.db_id]}")
+                  for q in dev if q.db_id not in databases]
+    inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider1"]}
+    return SpiderInputs("spider_plsql", "spider1", databases, missing, questions, train, rejections,
+                        dict(sorted(inputs.items())))
+
+
+# ---- one partition: one database in one dialect -----------------------------------------------
+
+@dataclass
+class DatabaseReport:
+    source: str
+    name: str
+    dialect: str
+    schema_name: str
+    tables: int
+    rows: int
+    ddl: str
+    files: dict[str, str]  # path under the normalized folder -> sha256
+    decisions: list[dict]
+    load: LoadReport | None = None
+    not_run: str = ""  # why the database was not loaded in this dialect
+    equivalence: list = field(default_factory=list)  # spider.gold.EquivalenceResult, one per gold query
+    static_problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return partition_key(self.source, self.name)
+
+    def equivalence_counts(self, split: str | None = None) -> dict:
+        return summarize_equivalence([r for r in self.equivalence if split is None or r.query.split == split])
+
+
+def report_path(config: BuildConfig, source: str, name: str, dialect: str) -> Path:
+    return config.normalized_dir / source / name / dialect / "report.pkl"
+
+
+def save_report(config: BuildConfig, report: DatabaseReport) -> None:
+    path = report_path(config, report.source, report.name, report.dialect)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps(report))
+    tmp.replace(path)
+
+
+def load_reports(config: BuildConfig, inputs: SpiderInputs, dialect: str) -> dict[str, DatabaseReport]:
+    """Every database's report in this dialect; a missing one means its partition never ran."""
+    reports, absent = {}, []
+    for name in sorted(inputs.databases):
+        path = report_path(config, inputs.source, name, dialect)
+        if not path.exists():
+            absent.append(partition_key(inputs.source, name))
+            continue
+        reports[name] = pickle.loads(path.read_bytes())
+    if absent:
+        raise FileNotFoundError(f"no normalized_databases/{dialect} result for {len(absent)} database(s), e.g. "
+                                f"{absent[:3]}: materialize those partitions first")
+    return reports
+
+
+def read_source(inputs: SpiderInputs, name: str) -> SourceDatabase:
+    if inputs.source == "spider1":
+        path = inputs.databases[name]
+        return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}")
+    from plbench.spider.spider2 import read_spider2_database
+
+    return read_spider2_database(inputs, name)
+
+
+def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
+    """Server-free checks of Oracle DDL: it parses in sqlglot's Oracle dialect, names fit 128 bytes."""
+    problems = []
+    limit = DIALECTS["oracle"].max_identifier_bytes
+    for statement in db.create_statements + db.constraint_statements:
+        # sqlglot reads `... ENABLE NOVALIDATE` only as an opaque Command: check the rest as a real ALTER.
+        text = statement.removesuffix(" ENABLE NOVALIDATE;")
+        try:
+            parsed = sqlglot.parse_one(text, read="oracle")
+        except sqlglot.errors.ParseError as exc:
+            problems.append(f"does not parse as Oracle: {statement[:80]}: {str(exc)[:200]}")
+            continue
+        if isinstance(parsed, sqlglot.exp.Command):
+            problems.append(f"parses only as an opaque command in sqlglot's Oracle dialect: {statement[:80]}")
+    names = [t.target.name for t in db.tables] + [c.target.name for t in db.tables for c in t.columns]
+    problems += [f"identifier over {limit} bytes: {n}" for n in names if len(n.encode()) > limit]
+    return problems
+
+
+def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dialect: str,
+                       engine: PostgresEngine | None) -> DatabaseReport:
+    """Emit, load (PostgreSQL) and verify one database in one dialect; the report is saved too."""
+    start = time.perf_counter()
+    source = read_source(inputs, name)
+    db = normalize(source, dialect)
+    files = write_files(db, config.normalized_dir)
+    report = DatabaseReport(source.source, name, dialect, db.schema_name, len(db.tables), source.row_count(),
+                            db.ddl_text(), files, db.decisions)
+    if dialect == "postgres":
+        with engine.connection() as conn:
+            report.load = load_postgres(conn, db)
+        if report.load.loaded and inputs.source == "spider1":
+            with engine.session(reads=(db.schema_name,)) as session:
+                report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
+    else:
+        report.static_problems = oracle_static_problems(db)
+        report.not_run = config.oracle_dsn and "loading into Oracle is not implemented yet" or \
+            "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+    report.seconds = time.perf_counter() - start
+    save_report(config, report)
+    return report
+
+
+def _queries_of(inputs: SpiderInputs, name: str) -> list[GoldQuery]:
+    if inputs.source != "spider1":
+        return []
+    return [q for q in inputs.questions + inputs.extra_queries if q.db_id == name]
+
+
+# ---- Spider-PLSQL tasks ------------------------------------------------------------------------
+
+SCAFFOLDS = {
+    "postgres": "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <one result row, fields separated by commas>;\nEND\n$$;",
+    "oracle": "BEGIN\n  -- DBMS_OUTPUT.PUT_LINE(<one result row, fields separated by commas>);\n  NULL;\nEND;\n/",
+}
+
+
+@dataclass
+class SpiderTasks:
+    """Task rows (release schema) per dialect, and the questions each dialect did not release."""
+
+    subset: str
+    rows: list[dict] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    validation: dict[str, dict] = field(default_factory=dict)  # dialect -> replay counts for the manifest
+    seconds: float = 0.0
+
+
+def _equivalence_by_query(reports: dict[str, DatabaseReport]) -> dict[tuple[str, str], object]:
+    return {(r.query.split, r.query.source_id): r for rep in reports.values() for r in rep.equivalence}
+
+
+def build_spider_plsql(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport],
+                       oracle: dict[str, DatabaseReport], engine: PostgresEngine) -> SpiderTasks:
+    """A task per dev question and dialect whose reference block reproduces the gold output on PostgreSQL."""
+    start = time.perf_counter()
+    out = SpiderTasks(inputs.subset)
+    equivalence = _equivalence_by_query(pg)
+    passed = 0
+    for name in sorted({q.db_id for q in inputs.questions}):
+        questions = [q for q in inputs.questions if q.db_id == name]
+        with contextlib.closing(connect_readonly(inputs.databases[name])) as source, \
+                engine.session(reads=(pg[name].schema_name,)) as session:
+            for q in questions:
+                try:
+                    rows, rejections = _question_rows(q, source, session, pg[name], oracle.get(name),
+                                                      equivalence.get(("dev", q.source_id)), engine.version())
+                except TaskBuildError as exc:
+                    out.rejections.append(Rejection(inputs.subset, q.source_id, "spider_tasks", exc.reason_code,
+                                                    exc.detail[:1000]))
+                    continue
+                out.rows += rows
+                out.rejections += [Rejection(inputs.subset, q.source_id, "spider_tasks", code, detail[:1000],
+                                             dialect=dialect) for dialect, code, detail in rejections]
+                passed += 1
+    out.validation = {"postgres": {"ran": True, "engine": engine.version(), "passed": passed,
+                                   "failed": len(inputs.questions) - passed},
+                      "oracle": {"ran": False, "reason": _oracle_reason(config)}}
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _oracle_reason(config: BuildConfig) -> str:
+    if config.oracle_dsn:
+        return "running Spider reference blocks on Oracle is not implemented yet"
+    return "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+
+
+def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None,
+                   equivalence, engine_version: str) -> tuple[list[dict], list[tuple[str, str, str]]]:
+    """The question's rows, and (dialect, reason, detail) for a dialect that does not release it.
+
+    Raises TaskBuildError when no dialect can release it (the PostgreSQL reference fails)."""
+    if not pg.load or not pg.load.verified:
+        raise TaskBuildError("database_not_loaded", f"{q.db_id}: {pg.load.error if pg.load else pg.not_run}")
+    if equivalence is None or equivalence.cls != "identical":
+        outcome = equivalence.cls if equivalence else "not_checked"
+        raise TaskBuildError(f"gold_{outcome}", f"{q.sql} -> {getattr(equivalence, 'detail', '')}")
+    reference = reference_output(source, q.sql)
+    pg_sql = equivalence.postgres_sql
+    described = session.query(pg_sql)
+    if not described.ok:
+        raise TaskBuildError("gold_fails_on_postgres", f"{described.error}")
+    kinds = output_kinds(described)
+    pg_block = postgres_reference_block(pg_sql, kinds)
+    printed = session.execute(pg_block)
+    if not printed.ok:
+        raise TaskBuildError("reference_block_failed", f"{printed.error}")
+    if not outputs_match(reference, printed.lines):
+        raise TaskBuildError("reference_output_mismatch",
+                             f"expected {list(reference.lines)[:5]}, printed {printed.lines[:5]}")
+    rows = [_task_row(q, "postgres", pg, pg_block, reference, "passed", engine_version, "")]
+    ora_sql = equivalence.oracle_sql
+    if not ora_sql or oracle is None:
+        return rows, [("oracle", "oracle_transpile_failed", equivalence.oracle_error or "no Oracle report")]
+    try:
+        ora_block = oracle_reference_block(ora_sql, kinds)
+    except (TaskBuildError, sqlglot.errors.ParseError) as exc:
+        return rows, [("oracle", "oracle_static_check_failed", str(exc))]
+    problems = check_block_structure(ora_block)
+    if problems:
+        return rows, [("oracle", "oracle_static_check_failed", "; ".join(problems))]
+    rows.append(_task_row(q, "oracle", oracle, ora_block, reference, "not_run", None, oracle.not_run))
+    return rows, []
+
+
+def _task_row(q: GoldQuery, dialect: str, db: DatabaseReport, block: str, reference: ReferenceOutput,
+              status: str, engine: str | None, detail: str) -> dict:
+    from plbench import __version__
+
+    expected = {"expected_lines": list(reference.lines), "ordered": reference.ordered}
+    return {
+        "task_id": f"spider_plsql/{q.source_id}", "subset": "spider_plsql", "dialect": dialect,
+        "source_dataset": "Spider 1.0 dev", "source_id": q.source_id, "database": q.db_id,
+        "prompt": prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered), "entry_point": None,
+        "signature": None, "setup_sql": None, "scaffold": SCAFFOLDS[dialect], "reference_code": block,
+        "python_reference": None, "test_block": None, "test_cases": json.dumps(expected, ensure_ascii=False),
+        "comparison": json.dumps({"ordered": reference.ordered, "output_format": "plbench.spider.output_format"}),
+        "difficulty": None, "turns": 1, "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
+        "reasoning_types": [], "tables_required": [], "columns_required": [],
+        "replay_status": status, "replay_engine": engine, "replay_detail": detail or None,
+        "mutants_total": None, "mutants_killed": None, "crosscheck_status": "not_run",
+        "crosscheck_detail": "the crosscheck stage covers MBPP tasks", "notes": [], "raw_sha256": None,
+        "builder_version": __version__, "build_id": None,
+    }

@@ -1,0 +1,103 @@
+"""What the release says about normalized databases: the manifest's `normalization` section and
+the rows of `databases.parquet`, from the per-database reports of both dialects."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+DATABASE_SCHEMA = pa.schema([
+    ("source", pa.string()), ("database", pa.string()), ("dialect", pa.string()), ("schema_name", pa.string()),
+    ("tables", pa.int32()), ("rows", pa.int64()), ("ddl", pa.string()), ("ddl_path", pa.string()),
+    ("ddl_sha256", pa.string()), ("data_path", pa.string()), ("data_sha256", pa.string()),
+    ("loaded", pa.bool_()), ("verified", pa.bool_()), ("load_error", pa.string()), ("not_run", pa.string()),
+    ("table_checksums", pa.string()), ("gold_total", pa.int32()), ("gold_identical", pa.int32()),
+    ("decisions", pa.string()), ("static_problems", pa.list_(pa.string())),
+])
+
+
+@dataclass
+class NormalizationSummary:
+    manifest: dict = field(default_factory=dict)  # the manifest's "normalization" section
+    database_rows: list[dict] = field(default_factory=list)  # databases.parquet
+    failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it is not verified
+    dev_total: int = 0
+    dev_identical: int = 0
+
+    def dev_equivalence_rate(self) -> float | None:
+        return self.dev_identical / self.dev_total if self.dev_total else None
+
+
+def _file(report, name: str) -> tuple[str | None, str | None]:
+    for path, sha in report.files.items():
+        if path.endswith("/" + name):
+            return path, sha
+    return None, None
+
+
+def database_row(report) -> dict:
+    ddl_path, ddl_sha = _file(report, "schema.sql")
+    data_path, data_sha = _file(report, "data.sql")
+    load = report.load
+    counts = report.equivalence_counts("dev") if report.equivalence else {"total": None, "identical": None}
+    return {
+        "source": report.source, "database": report.name, "dialect": report.dialect,
+        "schema_name": report.schema_name, "tables": report.tables, "rows": report.rows, "ddl": report.ddl,
+        "ddl_path": ddl_path, "ddl_sha256": ddl_sha, "data_path": data_path, "data_sha256": data_sha,
+        "loaded": load.loaded if load else None, "verified": load.verified if load else None,
+        "load_error": (load.error or None) if load else None, "not_run": report.not_run or None,
+        "table_checksums": json.dumps({t: v["checksum"] for t, v in load.tables.items()}, sort_keys=True)
+        if load else None,
+        "gold_total": counts["total"], "gold_identical": counts["identical"],
+        "decisions": json.dumps(report.decisions, sort_keys=True, default=str),
+        "static_problems": list(report.static_problems),
+    }
+
+
+def _equivalence(reports: dict, split: str) -> dict:
+    total, identical, mismatch = 0, 0, Counter()
+    for report in reports.values():
+        counts = report.equivalence_counts(split)
+        total += counts["total"]
+        identical += counts["identical"]
+        mismatch.update(counts["mismatch"])
+    return {"total": total, "identical": identical, "mismatch": dict(sorted(mismatch.items()))}
+
+
+def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, str]]:
+    pg, oracle = reports["postgres"], reports["oracle"]
+    failed = {name: cause for name, cause in inputs.missing.items()}
+    for name, report in pg.items():
+        if not report.load.verified:
+            failed[name] = report.load.error or f"verification failed for tables {report.load.mismatches()}"
+    oracle_reason = next((r.not_run for r in oracle.values() if r.not_run), "")
+    section = {
+        "databases": len(inputs.databases) + len(inputs.missing),
+        "loaded": {"postgres": sum(1 for r in pg.values() if r.load.verified)},
+        "failed": dict(sorted(failed.items())),
+        "tables": sum(r.tables for r in pg.values()), "rows": sum(r.rows for r in pg.values()),
+        "oracle": {"emitted": len(oracle), "execution": {"ran": False, "reason": oracle_reason},
+                   "static_problems": sum(len(r.static_problems) for r in oracle.values())},
+    }
+    if inputs.source == "spider1":
+        section["gold_equivalence"] = {"postgres": _equivalence(pg, "dev")}
+        section["gold_equivalence_train"] = {"postgres": _equivalence(pg, "train")}
+    return section, {f"{inputs.source}.{k}": v for k, v in failed.items() if k not in inputs.missing}
+
+
+def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]]) -> NormalizationSummary:
+    """`reports[source][dialect][database]` for each selected SpiderInputs."""
+    summary = NormalizationSummary()
+    for inputs in selected:
+        section, failed = _source_section(inputs, reports[inputs.source])
+        summary.manifest[inputs.source] = section
+        summary.failed.update(failed)
+        for dialect in sorted(reports[inputs.source]):
+            summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][dialect].items())]
+        if "gold_equivalence" in section:
+            summary.dev_total += section["gold_equivalence"]["postgres"]["total"]
+            summary.dev_identical += section["gold_equivalence"]["postgres"]["identical"]
+    return summary

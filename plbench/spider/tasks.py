@@ -1,0 +1,123 @@
+"""Spider-PLSQL tasks (PLSQLBench §Spider-PLSQL): a question, its schema, and the lines a block must print.
+
+For each question the reference output is the gold query's result on the source SQLite
+database, printed by `output_format`. The task's reference block is a cursor loop over the
+transpiled gold query that prints each row by the same rule; on PostgreSQL it must print
+exactly the reference output (in order when the gold query orders its rows, as a multiset
+otherwise), or the task is rejected. The Oracle block is emitted from the same pieces and
+checked without a server (it parses; its identifiers are valid) unless an Oracle DSN is set.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from plbench.engines.base import QueryResult
+from plbench.spider.gold import has_outer_order, run_sqlite
+from plbench.spider.output_format import DECIMALS, NULL_TEXT, format_row, line_expression, type_class
+
+DIALECT_BLOCKS = {
+    "postgres": ("PL/pgSQL", "a PostgreSQL anonymous block (DO $$ ... $$)", "RAISE NOTICE '%', <line>"),
+    "oracle": ("PL/SQL", "an Oracle PL/SQL anonymous block (BEGIN ... END;)", "DBMS_OUTPUT.PUT_LINE(<line>)"),
+}
+
+
+class TaskBuildError(Exception):
+    def __init__(self, reason_code: str, detail: str):
+        super().__init__(f"{reason_code}: {detail}")
+        self.reason_code, self.detail = reason_code, detail
+
+
+@dataclass(frozen=True)
+class ReferenceOutput:
+    lines: tuple[str, ...]
+    ordered: bool  # the gold query orders its rows: compare in order
+
+
+def reference_output(sqlite_conn: sqlite3.Connection, sql: str) -> ReferenceOutput:
+    """The gold result on the source database, printed by the output rule."""
+    try:
+        rows = run_sqlite(sqlite_conn, sql)
+    except sqlite3.Error as exc:
+        raise TaskBuildError("gold_fails_on_source", f"{type(exc).__name__}: {exc}") from exc
+    return ReferenceOutput(tuple(format_row(r) for r in rows), has_outer_order(sql))
+
+
+def outputs_match(reference: ReferenceOutput, printed: list[str]) -> bool:
+    if reference.ordered:
+        return list(reference.lines) == printed
+    return sorted(reference.lines) == sorted(printed)
+
+
+def postgres_reference_block(query: str, kinds: list[str]) -> str:
+    """A DO block looping over the query (its columns renamed c1..cn) and printing each row."""
+    names = [f"c{i}" for i in range(1, len(kinds) + 1)]
+    line = line_expression("postgres", [f"r.{n}" for n in names], kinds)
+    return (f"DO $plbench$\nDECLARE\n  r record;\nBEGIN\n"
+            f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(names)}) LOOP\n"
+            f"    RAISE NOTICE '%', {line};\n  END LOOP;\nEND\n$plbench$;")
+
+
+def _outermost_select(tree: exp.Expression) -> exp.Select:
+    node = tree
+    while isinstance(node, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+        node = node.this
+    if not isinstance(node, exp.Select):
+        raise TaskBuildError("unsupported_gold_shape", f"the gold query is a {type(node).__name__}")
+    return node
+
+
+def alias_outputs(query: str, dialect: str) -> tuple[str, int]:
+    """The query with its output columns renamed C1..Cn (ORDER BY references follow), and n.
+
+    Oracle cannot rename an inline view's columns (no `AS q(c1, ...)`), so the names a
+    cursor loop reads are given in the query itself.
+    """
+    tree = sqlglot.parse_one(query, read=dialect)
+    select = _outermost_select(tree)
+    renamed, projections = {}, []
+    for i, projection in enumerate(select.expressions, start=1):
+        alias = f"C{i}"
+        if isinstance(projection, exp.Alias):
+            renamed[projection.alias.upper()] = alias
+            projection = projection.this
+        projections.append(exp.alias_(projection, alias))
+    select.set("expressions", projections)
+    order = tree.args.get("order")
+    if order is not None:
+        for col in order.find_all(exp.Column):
+            if not col.table and col.name.upper() in renamed:
+                col.replace(exp.column(renamed[col.name.upper()]))
+    return tree.sql(dialect=dialect), len(projections)
+
+
+def oracle_reference_block(query: str, kinds: list[str]) -> str:
+    aliased, n = alias_outputs(query, "oracle")
+    if n != len(kinds):
+        raise TaskBuildError("unsupported_gold_shape", f"{n} Oracle output columns, {len(kinds)} expected")
+    line = line_expression("oracle", [f"r.C{i}" for i in range(1, n + 1)], kinds)
+    return f"BEGIN\n  FOR r IN (\n{aliased}\n  ) LOOP\n    DBMS_OUTPUT.PUT_LINE({line});\n  END LOOP;\nEND;\n/"
+
+
+def output_kinds(result: QueryResult) -> list[str]:
+    return [type_class(t) for t in result.types]
+
+
+def prompt(question: str, database: str, dialect: str, schema_ddl: str, ordered: bool) -> str:
+    language, block, printer = DIALECT_BLOCKS[dialect]
+    order = ("Print the rows in the order the question asks for." if ordered
+             else "The order of the rows does not matter.")
+    return (
+        f"Database `{database}` ({'PostgreSQL' if dialect == 'postgres' else 'Oracle'}). Its tables:\n\n"
+        f"{schema_ddl.strip()}\n\n"
+        f"Question: {question.strip()}\n\n"
+        f"Write {block} in {language} that answers the question by printing the result rows, "
+        f"one row per line with {printer}, the fields of a row separated by commas in the order "
+        f"the question names them, with no header. Print {NULL_TEXT} for a null value, integers in full, other numbers "
+        f"rounded to at most {DECIMALS} decimal places without trailing zeros, dates as YYYY-MM-DD and "
+        f"timestamps as YYYY-MM-DD HH24:MI:SS. {order} Return the block only."
+    )
