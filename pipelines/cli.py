@@ -23,7 +23,11 @@ STAGES = {
     "tasks": [["mbpp_tasks"], ["plsql_types"]],
     "replay": [["replay_validation", "{dialect}"]],
     "roundtrip": [["roundtrip", "{dialect}"]],
+    "normalize": [["normalized_databases", "{dialect}"], ["normalization_report"]],
+    "spider_tasks": [["spider_plsql_tasks"]],
 }
+# What a stage rerun reads from storage: a build must have stored it first.
+STAGE_NEEDS = {"normalize": ["spider1_raw"], "spider_tasks": ["spider1_raw", "normalization_report"]}
 
 
 def dagster_home() -> Path:
@@ -150,12 +154,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
         selection.append(["release"])
     config = _config(args)
-    missing = [name for name in ("mbpp_raw", "mbpp_tasks") if not (config.storage_dir / name).exists()]
+    needs = STAGE_NEEDS.get(args.stage, ["mbpp_raw", "mbpp_tasks"])
+    missing = [name for name in needs if not (config.storage_dir / name).exists()]
     if missing:
         print(f"plbench: no stored results of {', '.join(missing)} in {config.storage_dir}: "
               "run `plbench build` once before rerunning a stage", file=sys.stderr)
         return 2
-    return report(execute(config, selection))
+    if args.database:
+        if args.stage != "normalize":
+            print("plbench: --database applies to --stage normalize only", file=sys.stderr)
+            return 2
+        selection = [k for k in selection if k[0] == "normalized_databases"]
+    return report(execute(config, selection, partition=args.database))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -259,6 +269,9 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--stage", required=True, choices=sorted(STAGES))
     validate.add_argument("--dialect", choices=DIALECT_NAMES, help="only this dialect (stages that have one)")
     validate.add_argument("--subsets", help="comma-separated subsets (as for build)")
+    validate.add_argument("--database", help="with --stage normalize: rebuild this one database partition only "
+                                             "(e.g. spider1.concert_singer); rerun --stage normalize and "
+                                             "spider_tasks without it to refresh what depends on it")
     validate.add_argument("--version", help="also write a release with this new version from the rerun results")
     validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
     validate.set_defaults(func=cmd_validate)

@@ -164,3 +164,17 @@ def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
     oracle = next(t for t in rows if t["source_id"] == "1" and t["dialect"] == "oracle")
     assert oracle["replay_status"] == "not_run" and "DBMS_OUTPUT.PUT_LINE" in oracle["reference_code"]
     assert {r["reason_code"] for r in rejections if r["subset"] == "spider_plsql"} >= {"database_missing"}
+
+
+def test_one_database_partition_rebuilds_alone(setup):
+    config, instance = setup
+    report_file = config.normalized_dir / "spider1/shop/postgres/report.pkl"
+    before = report_file.stat().st_mtime_ns
+    result = execute(config, [["normalized_databases", "postgres"]], instance=instance, partition="spider1.shop")
+    assert result.success
+    ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
+    assert ran == {"normalized_databases__postgres"}
+    assert report_file.stat().st_mtime_ns > before
+    materialized = [e for e in result.get_asset_materialization_events()]
+    assert [e.materialization.partition for e in materialized] == ["spider1.shop"]
+    assert materialized[0].materialization.metadata["verified"].value is True
