@@ -152,7 +152,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     keys = [[part.format(dialect=d) for part in key] for key in STAGES[args.stage] for d in dialects]
     selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
     if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
-        selection.append(["release"])
+        selection += [["release_tables"], ["release"]]
     config = _config(args)
     needs = STAGE_NEEDS.get(args.stage, ["mbpp_raw", "mbpp_tasks"])
     missing = [name for name in needs if not (config.storage_dir / name).exists()]

@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -296,10 +297,19 @@ def _extra_subsets(manifest: dict, extra_inputs: list, extra_tasks: list, rows: 
                                                  for d in DIALECT_NAMES}
 
 
-def assemble_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
-                     replays: dict, roundtrips: dict, extra_inputs: list = (), extra_tasks: list = (),
-                     normalization=None) -> tuple[Path, dict]:
-    """Rows, rejections and manifest from the stage outputs; refuses a release whose counts do not reconcile.
+@dataclass
+class PreparedRelease:
+    """A release in memory: what `write_release` writes, checked before anything is written."""
+
+    version: str
+    tables: dict[str, tuple[list[dict], pa.Schema]]
+    manifest: dict
+
+
+def prepare_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
+                    replays: dict, roundtrips: dict, extra_inputs: list = (), extra_tasks: list = (),
+                    normalization=None) -> PreparedRelease:
+    """Rows, rejections and manifest from the stage outputs; refuses counts that do not reconcile.
 
     `extra_inputs` / `extra_tasks` are the Spider subsets (plbench.spider.stages.SpiderInputs / SpiderTasks),
     `normalization` their databases (plbench.spider.summary.NormalizationSummary).
@@ -335,5 +345,10 @@ def assemble_release(config: BuildConfig, ingested: list, stages: list, artifact
         from plbench.spider.summary import DATABASE_SCHEMA
 
         tables["databases.parquet"] = (normalization.database_rows, DATABASE_SCHEMA)
-    path = write_release(config, version, tables, manifest, dataset_card(manifest))
-    return path, manifest
+    return PreparedRelease(version, tables, manifest)
+
+
+def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
+    """Write a prepared release (tables, manifest, dataset card) atomically under config.out_dir."""
+    return write_release(config, prepared.version, prepared.tables, dict(prepared.manifest),
+                         dataset_card(prepared.manifest))

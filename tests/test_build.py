@@ -112,10 +112,12 @@ def test_the_same_inputs_give_byte_identical_tables_and_versions_are_never_overw
 
 def test_replay_alone_reruns_from_stored_upstream_values(setup):
     config, instance = setup
-    result = execute(config.with_(version="t2"), [["replay_validation", "postgres"], ["release"]], instance=instance)
+    result = execute(config.with_(version="t2"), [["replay_validation", "postgres"], ["release_tables"], ["release"]],
+                     instance=instance)
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
-    assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release"}
+    assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release_tables",
+                   "release"}
     assert "normalized_databases__postgres" not in ran
     assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")

@@ -1,17 +1,22 @@
-"""The release asset: versioned Parquet tables, manifest and dataset card."""
+"""The release assets: `release_tables` (rows, manifest, quality checks, in memory) and `release`
+(versioned Parquet tables, manifest and dataset card, written atomically).
+
+Two assets so the quality suites run as blocking checks between them: a release table that
+fails a suite stops the build before anything is written.
+"""
 
 import dagster as dg
 
 from plbench.config import BuildConfig
 from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
-from plbench.release import assemble_release
+from plbench.release import PreparedRelease, prepare_release, publish
 from plbench.spider.stages import SpiderInputs, SpiderTasks
 from plbench.spider.summary import NormalizationSummary
 
 GROUP = "release"
 
 
-@dg.asset(group_name=GROUP, kinds={"parquet"},
+@dg.asset(group_name=GROUP, kinds={"python"},
           ins={"mbpp_raw": dg.AssetIn(), "mbpp_plus_raw": dg.AssetIn(), "mbpp_test_cases": dg.AssetIn(),
                "mbpp_signatures": dg.AssetIn(), "mbpp_tasks": dg.AssetIn(),
                "replay_postgres": dg.AssetIn(key=["replay_validation", "postgres"]),
@@ -20,21 +25,32 @@ GROUP = "release"
                "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"]),
                "spider1_raw": dg.AssetIn(), "spider2_lite_raw": dg.AssetIn(),
                "normalization_report": dg.AssetIn(), "spider_plsql_tasks": dg.AssetIn()},
-          description="releases/<version>/: tasks, rejections and types as Parquet, manifest.json, README.md.")
-def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-            mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
-            mbpp_signatures: StageOutput, mbpp_tasks: StageOutput,
-            replay_postgres: ReplayReport, replay_oracle: ReplayReport,
-            roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport,
-            spider1_raw: SpiderInputs | None, spider2_lite_raw: SpiderInputs | None,
-            normalization_report: NormalizationSummary, spider_plsql_tasks: SpiderTasks) -> str:
+          description="Release rows, rejections, types, databases and manifest, reconciled, before writing.")
+def release_tables(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
+                   mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
+                   mbpp_signatures: StageOutput, mbpp_tasks: StageOutput,
+                   replay_postgres: ReplayReport, replay_oracle: ReplayReport,
+                   roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport,
+                   spider1_raw: SpiderInputs | None, spider2_lite_raw: SpiderInputs | None,
+                   normalization_report: NormalizationSummary, spider_plsql_tasks: SpiderTasks) -> PreparedRelease:
     ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
     spider = [r for r in (spider1_raw,) if r is not None]
-    path, manifest = assemble_release(
+    prepared = prepare_release(
         build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_tasks.items,
         {"postgres": replay_postgres, "oracle": replay_oracle},
         {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle},
         extra_inputs=spider, extra_tasks=[spider_plsql_tasks], normalization=normalization_report)
+    context.add_output_metadata({"version": prepared.version,
+                                 "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()})})
+    return prepared
+
+
+@dg.asset(group_name=GROUP, kinds={"parquet"},
+          description="releases/<version>/: the release tables as Parquet, manifest.json, README.md.")
+def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
+            release_tables: PreparedRelease) -> str:
+    path = publish(build, release_tables)
+    manifest = release_tables.manifest
     context.add_output_metadata({
         "release_path": str(path), "version": manifest["version"],
         "subsets": dg.MetadataValue.json(manifest["subsets"]),
