@@ -25,9 +25,11 @@ STAGES = {
     "roundtrip": [["roundtrip", "{dialect}"]],
     "normalize": [["normalized_databases", "{dialect}"], ["normalization_report"]],
     "spider_tasks": [["spider_plsql_tasks"]],
+    "crosscheck": [["crosscheck_candidates"], ["crosscheck"]],
 }
 # What a stage rerun reads from storage: a build must have stored it first.
-STAGE_NEEDS = {"normalize": ["spider1_raw"], "spider_tasks": ["spider1_raw", "normalization_report"]}
+STAGE_NEEDS = {"normalize": ["spider1_raw"], "spider_tasks": ["spider1_raw", "normalization_report"],
+               "crosscheck": ["release_tables"]}
 
 
 def dagster_home() -> Path:
@@ -152,7 +154,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     keys = [[part.format(dialect=d) for part in key] for key in STAGES[args.stage] for d in dialects]
     selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
     if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
-        selection += [["release_tables"], ["release"]]
+        selection += [["release_tables"], ["crosscheck_candidates"], ["crosscheck"], ["release"]]
     config = _config(args)
     needs = STAGE_NEEDS.get(args.stage, ["mbpp_raw", "mbpp_tasks"])
     missing = [name for name in needs if not (config.storage_dir / name).exists()]

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.assets import mbpp, release, replay, spider
+from pipelines.assets import crosscheck, mbpp, release, replay, spider
 from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"
@@ -12,7 +12,8 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
     assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
               mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(),
               spider.spider1_raw, spider.spider2_lite_raw, *spider.normalized_assets.values(),
-              spider.normalization_report, spider.spider_plsql_tasks, release.release_tables, release.release]
+              spider.normalization_report, spider.spider_plsql_tasks, release.release_tables,
+              crosscheck.crosscheck_candidates, crosscheck.crosscheck, release.release]
     return dg.Definitions(
         assets=assets,
         asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks, spider.databases_loaded,

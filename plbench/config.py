@@ -40,6 +40,10 @@ class BuildConfig:
     sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(
         cpu_seconds=60, wall_seconds=120.0, case_seconds=5.0, task_seconds=8.0))
     catalog: dict | None = None  # source catalog override (tests); None: plbench.raw_sources.CATALOG
+    # The crosscheck stage's candidates: a JSONL of {task_id, dialect, code}, else a model
+    # (PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL) prompted at this hint level, else not run.
+    crosscheck_solutions: Path | None = None
+    llm_hint: str = "none"
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -48,6 +52,9 @@ class BuildConfig:
             "raw_dir": Path(env["PLBENCH_RAW_DIR"]).resolve() if env.get("PLBENCH_RAW_DIR") else None,
             "pg_dsn": env.get("PLBENCH_PG_DSN") or None,
             "oracle_dsn": env.get("PLBENCH_ORACLE_DSN") or None,
+            "crosscheck_solutions": Path(env["PLBENCH_CROSSCHECK_SOLUTIONS"]).resolve()
+            if env.get("PLBENCH_CROSSCHECK_SOLUTIONS") else None,
+            "llm_hint": env.get("PLBENCH_LLM_HINT") or "none",
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -352,3 +352,17 @@ def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
     """Write a prepared release (tables, manifest, dataset card) atomically under config.out_dir."""
     return write_release(config, prepared.version, prepared.tables, dict(prepared.manifest),
                          dataset_card(prepared.manifest))
+
+
+def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
+    """Each task row's crosscheck status, and the manifest's `crosscheck` section, from the stage's
+    report (plbench.validation.crosscheck.CrosscheckReport)."""
+    statuses = report.task_statuses() if report.ran else {}
+    rows, schema = prepared.tables["tasks.parquet"]
+    updated = []
+    for row in rows:
+        status, detail = statuses.get((row["task_id"], row["dialect"]), (
+            "not_run", report.reason if not report.ran else "no candidate was checked for this task"))
+        updated.append(dict(row, crosscheck_status=status, crosscheck_detail=detail))
+    tables = dict(prepared.tables, **{"tasks.parquet": (updated, schema)})
+    return PreparedRelease(prepared.version, tables, dict(prepared.manifest, crosscheck=report.manifest_entry()))

@@ -12,16 +12,26 @@ from plbench.config import BuildConfig
 from plbench.sandbox import SandboxLimits
 from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1
 
+CROSSCHECK_CANDIDATES = [
+    {"task_id": "mbpp/1", "dialect": "postgres", "code":
+     "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE sql AS $$ "
+     "SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(xs) AS x $$;"},
+    {"task_id": "mbpp/6", "dialect": "postgres", "code":  # wrong: the odd test
+     "CREATE OR REPLACE FUNCTION is_even(n bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT n % 2 = 1 $$;"},
+]
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, pg_engine):
     root = tmp_path_factory.mktemp("mirror")
     catalog = write_mirror(root) | write_spider1(root)
+    solutions = root / "solutions.jsonl"
+    solutions.write_text("".join(json.dumps(c) + "\n" for c in CROSSCHECK_CANDIDATES))
     config = BuildConfig(raw_dir=root, cache_dir=tmp_path_factory.mktemp("cache"),
                          out_dir=tmp_path_factory.mktemp("releases"), catalog=catalog, pg_dsn=pg_engine._dsn,
                          normalized_dir=tmp_path_factory.mktemp("normalized"),
                          subsets=("mbpp", "mbpp_plus", "spider_plsql"), version="t1", min_retention=0.5,
-                         min_gold_equivalence=0.5,
+                         min_gold_equivalence=0.5, crosscheck_solutions=solutions,
                          sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2))
     instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
                                              overrides={"telemetry": {"enabled": False}})
@@ -180,3 +190,16 @@ def test_one_database_partition_rebuilds_alone(setup):
     materialized = [e for e in result.get_asset_materialization_events()]
     assert [e.materialization.partition for e in materialized] == ["spider1.shop"]
     assert materialized[0].materialization.metadata["verified"].value is True
+
+
+def test_crosscheck_runs_the_configured_candidates_and_marks_each_task(setup):
+    config, _ = setup
+    _, manifest, tasks, _ = _release(config)
+    entry = manifest["crosscheck"]
+    assert entry["ran"] and entry["source"] == "file:solutions.jsonl"
+    group = entry["groups"]["mbpp/postgres"]
+    assert group["candidates"] == 2 and group["pass_fail_level"] == {"agree": 1, "of": 2, "rate": 0.5}
+    assert [d["task_id"] for d in group["disagreements"]] == ["mbpp/6"]
+    status = {(r["task_id"], r["dialect"]): r["crosscheck_status"] for r in tasks}
+    assert status[("mbpp/1", "postgres")] == "agree" and status[("mbpp/6", "postgres")] == "disagree"
+    assert status[("mbpp/1", "oracle")] == "not_run"

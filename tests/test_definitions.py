@@ -14,7 +14,7 @@ def test_definitions_load_and_wire_every_stage():
                     "plsql_types", "replay_validation/postgres", "replay_validation/oracle", "roundtrip/postgres",
                     "roundtrip/oracle", "spider1_raw", "spider2_lite_raw", "normalized_databases/postgres",
                     "normalized_databases/oracle", "normalization_report", "spider_plsql_tasks", "release_tables",
-                    "release"}
+                    "crosscheck_candidates", "crosscheck", "release"}
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release_tables")).parent_keys}
     assert {"replay_validation/postgres", "replay_validation/oracle", "mbpp_tasks", "spider_plsql_tasks",
             "normalization_report"} <= upstream

@@ -9,9 +9,10 @@ import dagster as dg
 
 from plbench.config import BuildConfig
 from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
-from plbench.release import PreparedRelease, prepare_release, publish
+from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.spider.stages import SpiderInputs, SpiderTasks
 from plbench.spider.summary import NormalizationSummary
+from plbench.validation.crosscheck import CrosscheckReport
 
 GROUP = "release"
 
@@ -48,9 +49,10 @@ def release_tables(context: dg.AssetExecutionContext, build: dg.ResourceParam[Bu
 @dg.asset(group_name=GROUP, kinds={"parquet"},
           description="releases/<version>/: the release tables as Parquet, manifest.json, README.md.")
 def release(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-            release_tables: PreparedRelease) -> str:
-    path = publish(build, release_tables)
-    manifest = release_tables.manifest
+            release_tables: PreparedRelease, crosscheck: CrosscheckReport) -> str:
+    prepared = apply_crosscheck(release_tables, crosscheck)
+    path = publish(build, prepared)
+    manifest = prepared.manifest
     context.add_output_metadata({
         "release_path": str(path), "version": manifest["version"],
         "subsets": dg.MetadataValue.json(manifest["subsets"]),

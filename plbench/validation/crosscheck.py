@@ -48,7 +48,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -330,3 +330,74 @@ def generate_candidates(tasks: list[dict], client, hint: str) -> list[Candidate]
     """One candidate per task row from the model behind `client` (a `plbench.llm.LLMClient`)."""
     return [Candidate(t["task_id"], t["dialect"], extract_code(client.complete(prompt_messages(t, hint))))
             for t in tasks]
+
+
+# ---- the build's crosscheck stage ------------------------------------------
+
+CROSSCHECK_SUBSETS = ("mbpp", "mbpp_plus")  # the subsets with a Python reference to compare with
+
+
+@dataclass
+class CandidateSet:
+    """The crosscheck stage's candidates, where they came from, or why there are none."""
+
+    candidates: list[Candidate]
+    source: str = ""  # "file:<path>" or "llm:<model>:<hint>"
+    reason: str = ""  # why no candidates (recorded as not_run)
+
+
+@dataclass
+class CrosscheckReport:
+    ran: bool
+    source: str = ""
+    reason: str = ""
+    rows: list[dict] = field(default_factory=list)
+
+    def manifest_entry(self) -> dict:
+        if not self.ran:
+            return {"ran": False, "reason": self.reason}
+        return {"ran": True, "source": self.source, "groups": summarize(self.rows)}
+
+    def task_statuses(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """(task_id, dialect) -> (agree | disagree | inconclusive, detail) of each candidate checked."""
+        out = {}
+        for c in _per_candidate(self.rows):
+            dialect = c["key"].split("/")[-1]
+            if not c["conclusive"]:
+                out[(c["task_id"], dialect)] = ("inconclusive", c["cause"])
+            else:
+                out[(c["task_id"], dialect)] = ("agree" if c["agree"] else "disagree",
+                                               f"candidate passes all cases: {c['candidate_passes_all']}; "
+                                               f"Python reference passes all: {c['reference_passes_all']}")
+        return out
+
+
+def checkable_tasks(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r["task_id"], r["dialect"]): r for r in rows if r["subset"] in CROSSCHECK_SUBSETS}
+
+
+def stage_candidates(tasks: dict[tuple[str, str], dict], solutions: Path | None, hint: str,
+                     llm_cache: Path) -> CandidateSet:
+    """Candidates from the solutions file when one is given, else from the configured model."""
+    from plbench.evaluate import read_solutions
+    from plbench.llm import LLMClient, LLMSettings, not_configured
+
+    if solutions is not None:
+        known = [c for c in read_solutions(solutions) if (c.task_id, c.dialect) in tasks]
+        return CandidateSet(known, source=f"file:{solutions.name}")
+    reason = not_configured()
+    if reason:
+        return CandidateSet([], reason=f"{reason}, and PLBENCH_CROSSCHECK_SOLUTIONS is not set")
+    client = LLMClient(LLMSettings.from_env(), llm_cache)
+    wanted = [t for key, t in sorted(tasks.items()) if key[1] == "postgres"]
+    return CandidateSet(generate_candidates(wanted, client, hint),
+                        source=f"llm:{client.settings.model}:{hint}")
+
+
+def stage_crosscheck(tasks: dict[tuple[str, str], dict], candidates: CandidateSet, engines: dict[str, Engine],
+                     limits: SandboxLimits, workers: int) -> CrosscheckReport:
+    if not candidates.candidates:
+        return CrosscheckReport(False, reason=candidates.reason or "no candidate names a task of this release")
+    runnable = [c for c in candidates.candidates if c.dialect in engines]
+    rows = crosscheck(tasks, runnable, engines, limits, workers)
+    return CrosscheckReport(True, source=candidates.source, rows=rows)
