@@ -169,3 +169,11 @@ def test_scaffolds_have_the_exact_signature_and_an_empty_body():
     assert TaskEmitter(task, "oracle").scaffold() == (
         "CREATE OR REPLACE FUNCTION f(xs IN plb_num_tab, n IN NUMBER)\nRETURN plb_num_tab\nIS\n"
         "BEGIN\n  NULL; -- Write the function body here.\nEND f;")
+
+
+def test_a_sql_case_expression_inside_a_block_ends_with_a_bare_end():
+    cursor_loop = ("BEGIN\n  FOR r IN (SELECT AVG(CASE WHEN x IS NULL THEN 0 ELSE x END) AS C1 FROM t) LOOP\n"
+                   "    DBMS_OUTPUT.PUT_LINE(r.C1);\n  END LOOP;\nEND;")
+    assert check_block_structure(cursor_loop) == []
+    assert check_block_structure("BEGIN CASE x WHEN 1 THEN NULL; END CASE; END;") == []
+    assert check_block_structure("BEGIN x := CASE WHEN y THEN 1 END; END LOOP;")  # END LOOP closes nothing open

@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.mirror,
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory, pg_engine):
     config = BuildConfig(raw_dir=Path(RAW), cache_dir=tmp_path_factory.mktemp("cache"),
-                         out_dir=tmp_path_factory.mktemp("releases"), pg_dsn=pg_engine._dsn, version="mirror")
+                         out_dir=tmp_path_factory.mktemp("releases"), pg_dsn=pg_engine._dsn, version="mirror",
+                         normalized_dir=tmp_path_factory.mktemp("normalized"))
     instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
                                              overrides={"telemetry": {"enabled": False}})
     assert report(execute(config, instance=instance)) == 0
@@ -55,3 +56,24 @@ def test_postgres_replay_passes_and_kills_every_mutant(manifest, subset):
 def test_every_test_value_round_trips_through_postgres(manifest, subset):
     trip = manifest["validation"][subset]["postgres"]["roundtrip"]
     assert trip["ran"] and trip["values"] == trip["equal"] > 0, trip["tasks_with_mismatches"][:10]
+
+
+def test_every_spider1_database_present_loads_and_the_missing_ones_are_named(manifest):
+    spider1 = manifest["normalization"]["spider1"]
+    assert spider1["databases"] == 166 and spider1["loaded"] == {"postgres": 163}
+    assert set(spider1["failed"]) == {"baseball_1", "soccer_1", "wta_1"}
+    assert spider1["oracle"]["emitted"] == 163 and spider1["oracle"]["static_problems"] == 0
+
+
+def test_spider1_dev_gold_queries_are_equivalent_on_postgres(manifest):
+    dev = manifest["normalization"]["spider1"]["gold_equivalence"]["postgres"]
+    assert dev["total"] == 972 and dev["identical"] / dev["total"] >= 0.99, dev["mismatch"]
+
+
+def test_spider_plsql_releases_the_promised_number_of_validated_tasks(manifest):
+    counts = manifest["subsets"]["spider_plsql"]
+    assert counts["input"] == 1034 and counts["rejected"]["database_missing"] == 62
+    assert counts["released"]["postgres"] >= 965, counts
+    assert manifest["validation"]["spider_plsql"]["postgres"]["replay"]["failed"] == 1034 - 62 - \
+        counts["released"]["postgres"]
+    assert manifest["validation"]["spider_plsql"]["oracle"]["replay"]["ran"] is False

@@ -96,7 +96,8 @@ def _builtin_type_problem(sqlglot_dialect: str, type_text: str) -> str | None:
 def check_block_structure(text: str) -> list[str]:
     """Unbalanced BEGIN/END, parentheses or string literals in PL/SQL or PL/pgSQL text.
 
-    END IF / END LOOP / END CASE close their own keyword; every other END closes a BEGIN.
+    END IF / END LOOP / END CASE close their own keyword; a bare END closes a SQL CASE
+    expression when one is open, else a BEGIN.
     String literals and comments are set aside first, so what they contain does not count.
     """
     code = _COMMENT.sub(" ", _STRING.sub("''", text))
@@ -122,8 +123,10 @@ def _block_problems(tokens: list[tuple[str, int, int]], code: str) -> list[str]:
             stack.append(word)
             continue
         follower = tokens[i + 1] if i + 1 < len(tokens) else None
-        closes = follower[0] if follower and follower[0] in ("LOOP", "IF", "CASE") \
-            and not code[end:follower[1]].strip() else "BEGIN"
+        if follower and follower[0] in ("LOOP", "IF", "CASE") and not code[end:follower[1]].strip():
+            closes = follower[0]
+        else:  # a bare END closes a SQL CASE expression, or a BEGIN
+            closes = "CASE" if stack and stack[-1] == "CASE" else "BEGIN"
         if not stack or stack[-1] != closes:
             return [f"END {'' if closes == 'BEGIN' else closes} at offset {begin} closes "
                     f"{stack[-1] if stack else 'nothing'}".replace("  ", " ")]
