@@ -85,6 +85,11 @@ def evaluate_candidate(engine: Engine, task: dict, code: str) -> list[dict]:
         return every_case("TIMEOUT", WRONG_LOGIC, "statement timeout")
     if not all(r.ok for r in results):
         bad = next(r for r in results if not r.ok)
+        if task.get("replay_status") == "passed" and bad.error is not None:
+            # The block passed replay on this engine, so what broke it is the candidate's code
+            # (it dropped or replaced the harness's types, say): never excluded as a reference error.
+            return every_case("NOT_RUN", category_of(bad.error.code),
+                              f"test block failed after the candidate: {bad.error.code}: {bad.error.message}")
         return every_case("NOT_RUN", REFERENCE_ERROR, f"test block failed: {bad.error}")
     verdicts = parse_verdicts(run.lines, total).verdicts
     rows = []

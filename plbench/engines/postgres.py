@@ -13,14 +13,28 @@ reuse it instead of paying initdb and startup again; `close()` only closes
 connections. When the process runs as root, pgserver creates a system user
 `pgserver` (useradd), runs the server as that user, chowns the data folder to
 it and adds o+rx to every parent folder of the data folder.
+
+Sessions do not run as the configured user (a superuser for the embedded server),
+since a statement may end the transaction itself (`...; COMMIT`) and what it did
+then is permanent. They log in as the role `plbench_candidate`, created on first
+use when the configured user may create roles: no superuser, CREATE on the
+database (for the private schemas), only USAGE and SELECT on loaded databases'
+schemas (`session(reads=...)`; default privileges cover schemas loaded later). So
+a candidate cannot drop, alter or write a loaded database, committed or not, nor
+reach the server's files or programs. When the role cannot be set up (no
+CREATEROLE, or pg_hba refuses it), sessions fall back to the configured user with
+a warning, and `candidate_role` is None.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import heapq
 import itertools
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +48,55 @@ from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult, Quer
 _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra ones
 _CONNECT_TIMEOUT_S = 10
 _SAVEPOINT = "plb_stmt"
+CANDIDATE_ROLE = "plbench_candidate"
 _schema_counter = itertools.count(1)  # next() on a count is atomic under the GIL
+# statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog
+# cancels any statement still running this long after its timeout.
+_WATCHDOG_GRACE_S = 1.0
+
+
+class _Watchdog:
+    """One thread per engine that cancels statements running past their deadline."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._deadlines: list[tuple[float, int]] = []  # heap of (deadline, token)
+        self._armed: dict[int, psycopg.Connection] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: psycopg.Connection, seconds: float) -> int:
+        token = next(self._tokens)
+        with self._cond:
+            self._armed[token] = conn
+            heapq.heappush(self._deadlines, (time.monotonic() + seconds, token))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="plbench-pg-watchdog", daemon=True)
+                self._thread.start()
+            elif len(self._deadlines) == 1:
+                self._cond.notify()  # it was waiting for work
+        return token
+
+    def disarm(self, token: int) -> None:
+        with self._cond:
+            self._armed.pop(token, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._deadlines and self._deadlines[0][1] not in self._armed:
+                    heapq.heappop(self._deadlines)  # finished in time
+                if not self._deadlines:
+                    self._cond.wait()
+                    continue
+                deadline, token = self._deadlines[0]
+                if time.monotonic() < deadline:
+                    self._cond.wait(deadline - time.monotonic())
+                    continue
+                heapq.heappop(self._deadlines)
+                conn = self._armed.pop(token)
+            with contextlib.suppress(Exception):  # the statement may have just ended
+                conn.cancel_safe(timeout=5.0)
 
 
 def _next_schema_name() -> str:
@@ -87,8 +149,10 @@ def _type_name(conn: psycopg.Connection, oid: int) -> str:
 class PostgresSession:
     """One rolled-back transaction on one connection; see the module docstring."""
 
-    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int, reads: tuple[str, ...] = ()):
+    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int, reads: tuple[str, ...] = (),
+                 watchdog: _Watchdog | None = None):
         self.schema = schema
+        self._watchdog = watchdog
         self._reads = reads  # schemas of loaded databases, searched after the private one
         self._conn: psycopg.Connection | None = conn
         self._timeout_ms = timeout_ms
@@ -125,6 +189,17 @@ class PostgresSession:
                 ) from exc
             raise
 
+    @contextlib.contextmanager
+    def _watched(self, conn: psycopg.Connection) -> Iterator[None]:
+        if self._watchdog is None:
+            yield
+            return
+        token = self._watchdog.arm(conn, self._timeout_ms / 1000 + _WATCHDOG_GRACE_S)
+        try:
+            yield
+        finally:
+            self._watchdog.disarm(token)
+
     def begin(self) -> None:
         """Set up (or, after the transaction was ended by a statement, re-set up) the session."""
         name = sql.Identifier(self.schema)
@@ -145,12 +220,12 @@ class PostgresSession:
         self._statements += 1
         savepoint = f"{_SAVEPOINT}_{self._statements}"
         try:
-            with self._guard("running a statement"):
+            with self._guard("running a statement"), self._watched(conn):
                 conn.execute(f"SAVEPOINT {savepoint}")
                 conn.execute(statement)  # no parameters: simple protocol, several statements allowed
         except psycopg.Error as exc:
             return self._failed(exc, savepoint)
-        lines = self._lines
+        lines, self._lines = self._lines, []  # re-setting the session below must not add its notices
         if conn.info.transaction_status == TransactionStatus.IDLE:
             self._settle("")  # the statement ran COMMIT or ROLLBACK itself
         return ExecResult(lines=lines)
@@ -161,7 +236,7 @@ class PostgresSession:
         self._statements += 1
         savepoint = f"{_SAVEPOINT}_{self._statements}"
         try:
-            with self._guard("running a query"):
+            with self._guard("running a query"), self._watched(conn):
                 conn.execute(f"SAVEPOINT {savepoint}")
                 cur = conn.execute(statement)
                 rows = cur.fetchall() if cur.description else []
@@ -173,7 +248,7 @@ class PostgresSession:
         return QueryResult(columns, types, rows)
 
     def _failed(self, exc: psycopg.Error, savepoint: str) -> ExecResult:
-        lines = self._lines  # notices raised before the error are part of the output
+        lines, self._lines = self._lines, []  # notices raised before the error are part of the output
         self._finish_copy()
         self._settle(f"ROLLBACK TO SAVEPOINT {savepoint}")
         timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
@@ -252,6 +327,11 @@ class PostgresEngine:
         self._lock = threading.Lock()
         self._closed = False
         self._version: str | None = None
+        self._setup_lock = threading.Lock()
+        self._session_dsn: str | None = None  # the candidate role's conninfo, once set up
+        self.candidate_role: str | None = None  # None: sessions run as the configured user
+        self._granted: set[str] = set()  # loaded schemas the candidate role may read
+        self._watchdog = _Watchdog()
 
     @classmethod
     def start(cls, dsn: str | None, data_dir: Path, statement_timeout_s: float = 10.0) -> PostgresEngine:
@@ -279,7 +359,8 @@ class PostgresEngine:
 
     @contextlib.contextmanager
     def session(self, reads: tuple[str, ...] = ()) -> Iterator[PostgresSession]:
-        """A rolled-back session; `reads` puts loaded databases' schemas on its search_path."""
+        """A rolled-back session; `reads` puts loaded databases' schemas on its search_path (read-only)."""
+        self._grant_reads(reads)
         sess = self._open_session(reads)
         conn = sess._conn
         try:
@@ -327,7 +408,7 @@ class PostgresEngine:
     def _open_session(self, reads: tuple[str, ...] = ()) -> PostgresSession:
         while True:
             conn, pooled = self._acquire_marked()
-            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms, reads)
+            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms, reads, self._watchdog)
             try:
                 sess.begin()
                 return sess
@@ -352,14 +433,86 @@ class PostgresEngine:
                 raise EngineUnavailable("the PostgreSQL engine has been closed")
             if self._idle:
                 return self._idle.pop(), True
-        return self._connect(), False
+        return self._connect(self._candidate_dsn()), False
 
-    def _connect(self) -> psycopg.Connection:
+    def _candidate_dsn(self) -> str:
+        """The conninfo sessions use: the candidate role's, set up on first use (see the module doc)."""
+        with self._setup_lock:
+            if self._session_dsn is None:
+                self._session_dsn = self._set_up_candidate_role()
+            return self._session_dsn
+
+    def _set_up_candidate_role(self) -> str:
+        role = sql.Identifier(CANDIDATE_ROLE)
+        # Every engine on the same credentials derives the same password, so concurrent
+        # processes do not lock each other out; the role is worth nothing beyond a session.
+        admin_password = psycopg.conninfo.conninfo_to_dict(self._dsn).get("password") or ""
+        password = "plb_" + hashlib.sha256(f"{CANDIDATE_ROLE}:{admin_password}".encode()).hexdigest()[:32]
+        conn = self._connect(self._dsn)
+        try:
+            allowed = conn.execute(
+                "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
+            if not (allowed and allowed[0]):
+                return self._without_candidate_role("the configured user may not create roles")
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")  # other processes
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [CANDIDATE_ROLE]).fetchone()
+            attributes = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}")
+            conn.execute(sql.SQL("ALTER ROLE {} " if exists else "CREATE ROLE {} ").format(role)
+                         + attributes.format(sql.Literal(password)))
+            # A role may set its own defaults (ALTER ROLE ... SET): drop any a candidate left behind.
+            conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(role))
+            database = sql.Identifier(conn.info.dbname)
+            conn.execute(sql.SQL("GRANT CONNECT, CREATE, TEMPORARY ON DATABASE {} TO {}").format(database, role))
+            # Its own schema is the "$user" entry of a plain connection's search_path (run_baseline).
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {r} AUTHORIZATION {r}").format(r=role))
+            # Databases loaded from now on by this user are readable, and only readable.
+            conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO {}").format(role))
+            conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO {}").format(role))
+            conn.commit()
+        except psycopg.Error as exc:
+            return self._without_candidate_role(f"setting up the role failed: {str(exc).strip()}")
+        finally:
+            conn.close()
+        dsn = psycopg.conninfo.make_conninfo(self._dsn, user=CANDIDATE_ROLE, password=password)
+        try:
+            psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT_S).close()
+        except psycopg.Error as exc:
+            return self._without_candidate_role(f"the server refuses its login: {str(exc).strip()}")
+        self.candidate_role = CANDIDATE_ROLE
+        return dsn
+
+    def _without_candidate_role(self, why: str) -> str:
+        warnings.warn(f"PostgreSQL sessions run as the configured user, not as {CANDIDATE_ROLE}: {why}; "
+                      "a candidate that commits can then change loaded databases", stacklevel=4)
+        return self._dsn
+
+    def _grant_reads(self, schemas: tuple[str, ...]) -> None:
+        """Let the candidate role read loaded schemas (USAGE, SELECT), once per schema and engine."""
+        self._candidate_dsn()
+        with self._setup_lock:
+            todo = [s for s in schemas if s not in self._granted]
+            if self.candidate_role is None or not todo:
+                return
+            conn = self._connect(self._dsn)
+            try:
+                for schema in todo:
+                    grant = sql.SQL("GRANT USAGE ON SCHEMA {s} TO {r}; GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO {r}")
+                    try:
+                        conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")
+                        conn.execute(grant.format(s=sql.Identifier(schema), r=sql.Identifier(self.candidate_role)))
+                        conn.commit()
+                        self._granted.add(schema)
+                    except psycopg.Error:
+                        conn.rollback()  # not loaded (yet): the session's reads of it fail as before
+            finally:
+                conn.close()
+
+    def _connect(self, dsn: str | None = None) -> psycopg.Connection:
         try:
             # prepare_threshold=None: never prepare, so statements without parameters always
             # use the simple protocol (several statements per string) and DISCARD ALL is safe.
             return psycopg.connect(
-                self._dsn, autocommit=False, prepare_threshold=None, connect_timeout=_CONNECT_TIMEOUT_S
+                dsn or self._dsn, autocommit=False, prepare_threshold=None, connect_timeout=_CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
             raise EngineUnavailable(

@@ -77,6 +77,16 @@ def _primary_key(table: str, pk: tuple[str, ...], columns: list[Column], rows: l
 def read_sqlite(path: Path, source: str, name: str, origin: str, row_cap: int | None = None) -> SourceDatabase:
     """The database at `path`: schema by PRAGMA, every row (or the first `row_cap` per table)."""
     conn = connect_readonly(path)
+    invalid: list[bytes] = []  # TEXT values that are not UTF-8: kept (replaced), and recorded below
+
+    def text(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            invalid.append(raw)
+            return decode_text(raw)
+
+    conn.text_factory = text
     try:
         names = _table_names(conn)
         infos = {t: conn.execute(f"PRAGMA table_info({_quote(t)})").fetchall() for t in names}
@@ -86,9 +96,12 @@ def read_sqlite(path: Path, source: str, name: str, origin: str, row_cap: int | 
         decisions: list[dict] = []
         rows, tables = {}, []
         for t in names:
+            seen = len(invalid)
             limit = f" LIMIT {int(row_cap)}" if row_cap is not None else ""
             rows[t] = conn.execute(f"SELECT * FROM {_quote(t)} ORDER BY rowid{limit}"
                                    if _has_rowid(conn, t) else f"SELECT * FROM {_quote(t)}{limit}").fetchall()
+            if len(invalid) > seen:
+                decisions.append(_invalid_utf8(origin, t, columns[t], rows[t], len(invalid) - seen))
             if row_cap is not None:
                 decisions.append({"table": t, "decision": "row_cap", "detail": f"at most {row_cap} rows read"})
             tables.append(_table(t, infos[t], rows[t], declared_pks[t],
@@ -96,6 +109,16 @@ def read_sqlite(path: Path, source: str, name: str, origin: str, row_cap: int | 
         return SourceDatabase(source, name, "sqlite", origin, tables, rows, decisions)
     finally:
         conn.close()
+
+
+def _invalid_utf8(origin: str, table: str, columns: list[str], rows: list[tuple], count: int) -> dict:
+    """A decision naming where TEXT values held bytes that are not UTF-8 (row = 1-based position read)."""
+    where = [f"{columns[i]} row {n}" for n, row in enumerate(rows, start=1) for i, v in enumerate(row)
+             if isinstance(v, str) and "\ufffd" in v]
+    shown = ", ".join(where[:10]) + (f" and {len(where) - 10} more" if len(where) > 10 else "")
+    return {"table": table, "decision": "invalid_utf8_replaced",
+            "detail": f"{origin}: {count} TEXT value(s) are not valid UTF-8, kept with U+FFFD for the bad "
+                      f"bytes: {shown}"}
 
 
 def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
