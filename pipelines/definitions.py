@@ -17,7 +17,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
     return dg.Definitions(
         assets=assets,
         asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks, spider.databases_loaded,
-                      spider.gold_equivalence_floor],
+                      spider.gold_equivalence_floor, release.quality_suites],
         jobs=[dg.define_asset_job(REBUILD_JOB, selection=dg.AssetSelection.all(),
                                   description="Rebuild the release from raw sources, every stage.")],
         resources={

@@ -127,7 +127,7 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
     assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release_tables",
-                   "release"}
+                   "release_tables_quality_suites", "release"}
     assert "normalized_databases__postgres" not in ran
     assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
@@ -203,3 +203,14 @@ def test_crosscheck_runs_the_configured_candidates_and_marks_each_task(setup):
     status = {(r["task_id"], r["dialect"]): r["crosscheck_status"] for r in tasks}
     assert status[("mbpp/1", "postgres")] == "agree" and status[("mbpp/6", "postgres")] == "disagree"
     assert status[("mbpp/1", "oracle")] == "not_run"
+
+
+def test_every_release_table_passed_its_quality_suite(setup):
+    config, _ = setup
+    _, manifest, tasks, _ = _release(config)
+    quality = manifest["quality"]
+    assert set(quality) == {"tasks", "rejections", "types", "databases"}
+    assert all(s["success"] and s["failed"] == 0 and s["expectations"] > 0 for s in quality.values()), quality
+    accuracy = manifest["metadata_accuracy"]
+    assert accuracy["rows"] == len(tasks) and accuracy["plainly_wrong_count"] == 0
+    assert "cursor_for_loop" not in accuracy["constructs_over"]  # every Spider block loops over its query

@@ -27,7 +27,7 @@ def test_blocking_checks_guard_tasks_and_replay():
     checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
     assert checks == {("mbpp_tasks", "mbpp_tasks_reconcile"), ("replay_validation/postgres", "retention_floor"),
                       ("replay_validation/oracle", "retention_floor"), ("normalization_report", "databases_loaded"),
-                      ("normalization_report", "gold_equivalence_floor")}
+                      ("normalization_report", "gold_equivalence_floor"), ("release_tables", "quality_suites")}
 
 
 def test_cli_documents_the_contract():

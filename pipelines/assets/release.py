@@ -9,10 +9,12 @@ import dagster as dg
 
 from plbench.config import BuildConfig
 from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
+from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.spider.stages import SpiderInputs, SpiderTasks
 from plbench.spider.summary import NormalizationSummary
 from plbench.validation.crosscheck import CrosscheckReport
+from plbench.validation.metadata import metadata_accuracy
 
 GROUP = "release"
 
@@ -41,9 +43,28 @@ def release_tables(context: dg.AssetExecutionContext, build: dg.ResourceParam[Bu
         {"postgres": replay_postgres, "oracle": replay_oracle},
         {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle},
         extra_inputs=spider, extra_tasks=[spider_plsql_tasks], normalization=normalization_report)
+    prepared.manifest["quality"] = check_release(prepared)
+    prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
     context.add_output_metadata({"version": prepared.version,
-                                 "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()})})
+                                 "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()}),
+                                 "quality": dg.MetadataValue.json(prepared.manifest["quality"])})
     return prepared
+
+
+@dg.asset_check(asset=release_tables, blocking=True,
+                description="Every release table passes its great-expectations suite (plbench/quality_suites/) "
+                            "and no task's metadata is plainly wrong; otherwise nothing is written.")
+def quality_suites(release_tables: PreparedRelease) -> dg.AssetCheckResult:
+    quality = release_tables.manifest["quality"]
+    failed = failed_suites(quality)
+    accuracy = release_tables.manifest.get("metadata_accuracy", {})
+    wrong = accuracy.get("plainly_wrong", {})
+    return dg.AssetCheckResult(
+        passed=not failed and not wrong,
+        metadata={"suites": dg.MetadataValue.json({k: {f: v[f] for f in ("success", "expectations", "failed")}
+                                                   for k, v in quality.items()}),
+                  "failures": dg.MetadataValue.json(failed),
+                  "metadata_plainly_wrong": dg.MetadataValue.json(wrong)})
 
 
 @dg.asset(group_name=GROUP, kinds={"parquet"},

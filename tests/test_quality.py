@@ -1,0 +1,228 @@
+"""The quality suites catch each kind of defect they exist for, on small hand-made releases; the
+metadata detector finds constructs, tables and columns in sample PL/SQL and PL/pgSQL."""
+
+import copy
+import json
+
+import pytest
+
+from plbench.quality import check_release, expand_suite, failed_suites, load_suite
+from plbench.release import REJECTION_SCHEMA, TASK_SCHEMA, TYPE_SCHEMA, PreparedRelease
+from plbench.spider.summary import DATABASE_SCHEMA
+from plbench.spider.tasks import oracle_reference_block, postgres_reference_block
+from plbench.validation.metadata import (
+    detect_constructs,
+    embedded_queries,
+    metadata_accuracy,
+    referenced_schema,
+    row_findings,
+)
+
+
+def _task(task_id: str, dialect: str, **changes) -> dict:
+    row = {"task_id": task_id, "subset": task_id.split("/")[0], "dialect": dialect, "source_dataset": "mbpp",
+           "source_id": task_id.split("/")[1], "prompt": "Write f.", "entry_point": "f", "signature": "{}",
+           "setup_sql": "", "scaffold": "CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint",
+           "python_reference": "def f(x): return x", "test_block": "DO $$ BEGIN END $$;",
+           "test_cases": '[{"args": [1], "expected": 1}]', "comparison": '{"atol": 0}', "turns": 1,
+           "plsql_constructs": ["function"], "replay_status": "passed", "replay_engine": "PostgreSQL 16",
+           "mutants_total": 3, "mutants_killed": 3, "crosscheck_status": "not_run", "raw_sha256": "ab" * 32,
+           "builder_version": "0.1.0", "build_id": "b1"}
+    return row | changes
+
+
+def _database(dialect: str, **changes) -> dict:
+    row = {"source": "spider1", "database": "shop", "dialect": dialect, "schema_name": "spider1_shop", "tables": 2,
+           "rows": 9, "ddl": "CREATE TABLE customer (id integer);", "ddl_path": f"spider1/shop/{dialect}/schema.sql",
+           "ddl_sha256": "a" * 64, "data_path": f"spider1/shop/{dialect}/data.sql", "data_sha256": "b" * 64,
+           "loaded": True if dialect == "postgres" else None, "verified": True if dialect == "postgres" else None,
+           "table_checksums": "{}" if dialect == "postgres" else None, "decisions": "[]", "static_problems": []}
+    return row | changes
+
+
+def _release() -> PreparedRelease:
+    """Two MBPP tasks in both dialects, one shared rejection, one type, one database in both dialects."""
+    tasks = [_task(t, d) for t in ("mbpp/1", "mbpp/2") for d in ("oracle", "postgres")]
+    rejections = [{"subset": "mbpp", "source_id": "3", "dialect": None, "level": "task", "stage": "ingest",
+                   "reason_code": "malformed_record", "detail": "line 3"}]
+    types = [{"dialect": "postgres", "name": "plb_rec", "ddl": "CREATE TYPE plb_rec AS (f1 bigint);", "tasks": 1}]
+    counts = {"input": 3, "released": {"oracle": 2, "postgres": 2}, "rejected": {"malformed_record": 1},
+              "rejected_by_dialect": {"oracle": {}, "postgres": {}}, "cases_dropped": {},
+              "cases_dropped_by_dialect": {"oracle": {}, "postgres": {}}}
+    normalization = {"spider1": {"databases": 1, "loaded": {"postgres": 1}, "tables": 2, "rows": 9,
+                                 "oracle": {"emitted": 1}}}
+    manifest = {"subsets": {"mbpp": counts}, "types": {"postgres": 1}, "normalization": normalization}
+    return PreparedRelease("t", {"tasks.parquet": (tasks, TASK_SCHEMA),
+                                 "rejections.parquet": (rejections, REJECTION_SCHEMA),
+                                 "types.parquet": (types, TYPE_SCHEMA),
+                                 "databases.parquet": ([_database("oracle"), _database("postgres")], DATABASE_SCHEMA)},
+                           manifest)
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return _release()
+
+
+def _failures(prepared: PreparedRelease) -> dict[str, list[str]]:
+    return failed_suites(check_release(prepared))
+
+
+def test_a_consistent_release_passes_every_suite(clean):
+    quality = check_release(clean)
+    assert set(quality) == {"tasks", "rejections", "types", "databases"}
+    assert all(q["success"] and q["failed"] == 0 and q["expectations"] > 5 for q in quality.values()), quality
+
+
+def test_a_null_required_field_fails_the_tasks_suite(clean):
+    broken = copy.deepcopy(clean)
+    broken.tables["tasks.parquet"][0][1]["prompt"] = None
+    failures = _failures(broken)
+    assert list(failures) == ["tasks"]
+    assert any("expect_column_values_to_not_be_null" in f and "'prompt'" in f for f in failures["tasks"])
+
+
+def test_a_subset_specific_required_field_is_checked_only_where_it_applies(clean):
+    broken = copy.deepcopy(clean)
+    broken.tables["tasks.parquet"][0][0]["entry_point"] = None  # an MBPP task needs its entry point
+    broken.tables["tasks.parquet"][0][1]["database"] = None  # MBPP tasks have no database: fine
+    failures = _failures(broken)
+    assert len(failures["tasks"]) == 1 and "'entry_point'" in failures["tasks"][0]
+
+
+def test_a_task_id_released_twice_for_one_dialect_fails(clean):
+    broken = copy.deepcopy(clean)
+    rows = broken.tables["tasks.parquet"][0]
+    rows[2] = _task("mbpp/1", "oracle")  # mbpp/1 twice in Oracle, mbpp/2 gone from Oracle
+    failures = _failures(broken)["tasks"]
+    assert any("expect_compound_columns_to_be_unique" in f and "2 unexpected" in f for f in failures)
+
+
+def test_an_unknown_enumeration_value_fails(clean):
+    broken = copy.deepcopy(clean)
+    broken.tables["tasks.parquet"][0][0]["replay_status"] = "failed"
+    broken.tables["rejections.parquet"][0][0]["level"] = "database"
+    failures = _failures(broken)
+    assert any("replay_status" in f and "['failed']" in f for f in failures["tasks"])
+    assert any("'level'" in f and "['database']" in f for f in failures["rejections"])
+
+
+def test_an_unparsable_json_column_fails(clean):
+    broken = copy.deepcopy(clean)
+    broken.tables["tasks.parquet"][0][3]["test_cases"] = '[{"args": [1]'
+    broken.tables["databases.parquet"][0][1]["decisions"] = "{not json"
+    failures = _failures(broken)
+    assert any("expect_column_values_to_be_json_parseable" in f and "'test_cases'" in f for f in failures["tasks"])
+    assert any("'decisions'" in f for f in failures["databases"])
+
+
+def test_counts_differing_from_the_manifest_fail(clean):
+    broken = copy.deepcopy(clean)
+    broken.manifest["subsets"]["mbpp"]["released"]["postgres"] = 3
+    broken.manifest["subsets"]["mbpp"]["rejected"] = {"malformed_record": 2}
+    broken.manifest["types"] = {"postgres": 1, "oracle": 1}
+    broken.manifest["normalization"]["spider1"]["rows"] = 10
+    failures = _failures(broken)
+    assert set(failures) == {"tasks", "rejections", "types", "databases"}
+    assert any("dialect == 'postgres'" in f and "value=3" in f and "observed 2" in f for f in failures["tasks"])
+    assert any("observed 1" in f for f in failures["rejections"])
+    assert any("expect_column_sum_to_be_between" in f and "'rows'" in f for f in failures["databases"])
+
+
+def test_rows_that_do_not_fit_the_schema_fail_instead_of_being_skipped(clean):
+    broken = copy.deepcopy(clean)
+    broken.tables["types.parquet"][0][0]["tasks"] = "many"
+    assert _failures(broken)["types"][0].startswith("suite not run")
+
+
+def test_suite_files_expand_per_column_and_manifest_group(clean):
+    configs = expand_suite(load_suite("tasks"), clean.manifest)
+    counts = [(kw["value"], where) for kind, kw, where in configs if kind == "expect_table_row_count_to_equal"]
+    assert counts == [(2, {"subset": "mbpp", "dialect": "oracle"}), (2, {"subset": "mbpp", "dialect": "postgres"}),
+                      (4, None)]
+    not_null = {kw["column"] for kind, kw, _ in configs if kind == "expect_column_values_to_not_be_null"}
+    assert {"task_id", "prompt", "entry_point", "database"} <= not_null
+
+
+# ---- metadata accuracy ---------------------------------------------------------------------------
+
+PACKAGE = """CREATE OR REPLACE PACKAGE BODY billing AS
+  PROCEDURE close_month IS
+    CURSOR late IS SELECT i.id FROM invoice i WHERE i.paid = 0;
+    TYPE id_tab IS TABLE OF NUMBER;
+    ids id_tab;
+    n NUMBER;
+  BEGIN
+    SELECT COUNT(*) INTO n FROM payment p WHERE p.month = 5;
+    OPEN late; FETCH late BULK COLLECT INTO ids; CLOSE late;
+    EXECUTE IMMEDIATE 'TRUNCATE TABLE staging';
+  EXCEPTION WHEN OTHERS THEN NULL; -- FOR r IN (SELECT 1 FROM ghost) LOOP
+  END;
+END billing;"""
+
+
+def test_the_detector_finds_each_construct_and_ignores_comments_and_literals():
+    assert detect_constructs(PACKAGE) == {"package", "procedure", "explicit_cursor", "collection_type",
+                                          "bulk_operation", "dynamic_sql", "exception_handler"}
+    block = "DO $$\nBEGIN\n  RAISE NOTICE 'FOR r IN SELECT LOOP EXCEPTION WHEN';\nEND\n$$;"
+    assert detect_constructs(block) == {"anonymous_block"}
+    pg = ("CREATE TYPE plb_rec AS (f1 bigint);\nCREATE OR REPLACE FUNCTION f(xs bigint[]) RETURNS plb_rec "
+          "LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('SELECT %s', 1); END $$;")
+    assert detect_constructs(pg) == {"object_type", "collection_type", "function", "dynamic_sql"}
+
+
+def test_tables_and_columns_come_from_the_embedded_sql():
+    tables, columns, errors = referenced_schema(PACKAGE, "oracle")
+    assert errors == [] and tables == {"invoice", "payment"}
+    assert columns == {"invoice.id", "invoice.paid", "payment.month"}
+    assert "ghost" not in " ".join(embedded_queries(PACKAGE))  # inside a comment
+
+
+def test_spider_reference_blocks_match_their_claims_in_both_dialects():
+    query = 'SELECT c.name, count(*) FROM customer AS c JOIN "order" o ON o.customer_id = c.id GROUP BY c.name'
+    pg = postgres_reference_block(query, ["text", "integer"])
+    ora = oracle_reference_block("SELECT name, score FROM customer ORDER BY score DESC", ["text", "number"])
+    assert referenced_schema(pg, "postgres")[:2] == ({"customer", "order"},
+                                                     {"customer.name", "customer.id", "order.customer_id"})
+    assert referenced_schema(ora, "oracle")[:2] == ({"customer"}, {"customer.name", "customer.score"})
+    for code, dialect in ((pg, "postgres"), (ora, "oracle")):
+        row = {"task_id": "spider_plsql/1", "dialect": dialect, "reference_code": code,
+               "plsql_constructs": ["anonymous_block", "cursor_for_loop"]}
+        findings = row_findings(row)
+        assert findings["constructs_under"] == findings["constructs_over"] == findings["wrong"] == []
+
+
+def test_under_over_and_plainly_wrong_claims_are_reported_per_task():
+    rows = [
+        {"task_id": "x/1", "dialect": "oracle", "reference_code": PACKAGE,
+         "plsql_constructs": ["package", "procedure", "explicit_cursor", "function"],
+         "tables_required": ["INVOICE", "audit_log"], "columns_required": ["invoice.id", "paid", "audit_log.at"]},
+        {"task_id": "x/2", "dialect": "oracle", "reference_code": PACKAGE, "plsql_constructs": ["magic"],
+         "tables_required": ["audit_log"], "columns_required": []},
+    ]
+    report = metadata_accuracy(rows)
+    first = report["examples"]
+    assert first["constructs_over"]["x/1/oracle"] == ["function"]
+    assert "dynamic_sql" in first["constructs_under"]["x/1/oracle"]
+    assert first["tables_under"]["x/1/oracle"] == ["payment"] and first["tables_over"]["x/1/oracle"] == ["audit_log"]
+    assert first["columns_over"]["x/1/oracle"] == ["audit_log.at"]
+    assert first["columns_under"]["x/1/oracle"] == ["payment.month"]
+    assert report["tasks_with"]["constructs_over"] == 1 and report["rows_with_schema_claims"] == 2
+    assert report["plainly_wrong_count"] == 1
+    assert any("unknown constructs ['magic']" in w for w in report["plainly_wrong"]["x/2/oracle"])
+    assert any("names none of the tables" in w for w in report["plainly_wrong"]["x/2/oracle"])
+    assert json.dumps(report)  # it goes into manifest.json
+
+
+def test_the_blocking_check_fails_on_a_failed_suite_and_names_the_failures(clean):
+    from pipelines.assets.release import quality_suites
+
+    broken = copy.deepcopy(clean)
+    broken.tables["tasks.parquet"][0][0]["dialect"] = "mysql"
+    broken.manifest["quality"] = check_release(broken)
+    result = quality_suites(broken)
+    assert result.passed is False
+    assert any("'dialect'" in f and "mysql" in f for f in result.metadata["failures"].data["tasks"])
+    clean_copy = copy.deepcopy(clean)
+    clean_copy.manifest["quality"] = check_release(clean_copy)
+    assert quality_suites(clean_copy).passed is True
