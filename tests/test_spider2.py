@@ -1,0 +1,322 @@
+"""Spider 2.0-Lite: schema descriptions → neutral model → DDL/loads, and task records, on tiny fixtures.
+
+The fixture tree mimics the mirror: a loose SQLite description (header
+`table_name,DDL`), a BigQuery archive (`table_name,ddl`, 3-part names, STRUCT /
+ARRAY, nested values as dicts and as numpy reprs, one dataset without DDL.csv),
+a Snowflake archive (`table_name,description,DDL`, CREATE OR REPLACE, VARIANT,
+NUMBER(38,0), TIMESTAMP_LTZ), questions with and without gold, and a database
+name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from plbench.normalize.emit import normalize
+from plbench.spider import spider2
+from plbench.spider.spider2 import (
+    load_all,
+    nested_json,
+    parse_ddl,
+    python_repr_value,
+    read_spider2_databases,
+    schema_names,
+    unpack_archives,
+)
+from plbench.spider.spider2_tasks import build_tasks, resolve_database
+
+LITE = Path("spider2") / "spider2-lite"
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _table_doc(name: str, fullname: str, columns: list[tuple[str, str]], rows: list[dict]) -> dict:
+    return {"table_name": name, "table_fullname": fullname, "column_names": [c for c, _ in columns],
+            "column_types": [t for _, t in columns], "description": [None] * len(columns), "sample_rows": rows}
+
+
+def _sqlite_description(root: Path) -> None:
+    folder = root / LITE / "resource/databases/sqlite/SQLITE_SHOP"
+    _write_csv(folder / "DDL.csv", ["table_name", "DDL"], [
+        ["customers", "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, born DATE)"],
+        ["orders", "CREATE TABLE orders (id INTEGER, customer_id INTEGER REFERENCES customers(id), "
+                   "amount REAL, FOREIGN KEY (customer_id) REFERENCES customers(id))"],
+    ])
+    _write_json(folder / "customers.json", _table_doc("customers", "customers", [
+        ("id", "INTEGER"), ("name", "TEXT"), ("born", "DATE")],
+        [{"id": 1, "name": "Ann O'Neil", "born": "1990-01-02"}, {"id": 2, "name": "Zoë", "born": None}]))
+    _write_json(folder / "orders.json", _table_doc("orders", "orders", [
+        ("id", "INTEGER"), ("customer_id", "INTEGER"), ("amount", "REAL")],
+        [{"id": 10, "customer_id": 1, "amount": 2.5}, {"id": 11, "customer_id": 2, "amount": 4.0}]))
+
+
+def _bigquery_files(base: Path) -> None:
+    ds = base / "bigquery/shop_bq/bigquery-public-data.shop"
+    _write_csv(ds / "DDL.csv", ["table_name", "ddl"], [[
+        "events_20200101",
+        "CREATE TABLE `bigquery-public-data.shop.events_20200101`\n(\n  event_id INT64 NOT NULL,\n"
+        "  ts TIMESTAMP,\n  payload STRUCT<kind STRING, n INT64>,\n  tags ARRAY<STRING>,\n  price NUMERIC,\n"
+        "  area GEOGRAPHY\n)\nPARTITION BY DATE(ts);"]])
+    cols = [("event_id", "INT64"), ("ts", "TIMESTAMP"), ("payload", "STRUCT<kind STRING, n INT64>"),
+            ("tags", "ARRAY<STRING>"), ("price", "NUMERIC"), ("area", "GEOGRAPHY")]
+    _write_json(ds / "events_20200101.json", _table_doc("events_20200101", "bigquery-public-data.shop.events_20200101",
+                cols, [{"event_id": 1, "ts": "2020-01-01 10:00:00+00:00", "payload": {"kind": "view", "n": 2},
+                        "tags": "['a b' 'c']", "price": "12.500000000", "area": "POINT(1 2)"},
+                       {"event_id": 2, "ts": "NaT", "payload": None, "tags": "[]", "price": None, "area": None}]))
+    # A dataset without DDL.csv: built from its JSON alone.
+    _write_json(base / "bigquery/shop_bq/bigquery-public-data.extra/stats.json", _table_doc(
+        "stats", "bigquery-public-data.extra.stats", [("day", "DATE"), ("hits", "ARRAY<INT64>")],
+        [{"day": "2020-01-01", "hits": "[758 897   4]"}]))
+
+
+def _snowflake_files(base: Path) -> None:
+    ds = base / "snowflake/SHOP_SF/PUBLIC"
+    _write_csv(ds / "DDL.csv", ["table_name", "description", "DDL"], [[
+        "SHOP_SF.PUBLIC.ITEMS", "items",
+        "create or replace TABLE SHOP_SF.PUBLIC.ITEMS (\n\tITEM_ID NUMBER(38,0) NOT NULL,\n\tATTRS VARIANT,\n"
+        "\tUPDATED TIMESTAMP_LTZ(9),\n\tLABEL VARCHAR(16777216),\n\tRAW BINARY\n);"]])
+    _write_json(ds / "ITEMS.json", _table_doc("PUBLIC.ITEMS", "SHOP_SF.PUBLIC.ITEMS", [
+        ("ITEM_ID", "NUMBER(38,0)"), ("ATTRS", "VARIANT"), ("UPDATED", "TIMESTAMP_LTZ"), ("LABEL", "TEXT"),
+        ("RAW", "BINARY")],
+        [{"ITEM_ID": 7, "ATTRS": '{\n  "color": "red"\n}', "UPDATED": "2021-05-01 08:30:00.000000-07:00",
+          "LABEL": "x", "RAW": "bytearray(b'\\x00\\xff')"}]))
+
+
+def _tar(src: Path, top: str, archive: Path) -> None:
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / top, arcname=top)
+
+
+def _questions_and_gold(root: Path) -> None:
+    lite = root / LITE
+    questions = [
+        {"instance_id": "local001", "db": "sqlite-shop", "question": "Total per customer?", "external_knowledge":
+            "rules.md"},
+        {"instance_id": "local002", "db": "SQLITE_SHOP", "question": "No gold here.", "external_knowledge": None},
+        {"instance_id": "bq001", "db": "shop_bq", "question": "Views?", "external_knowledge": None},
+        {"instance_id": "sf001", "db": "NO_SUCH_DB", "question": "Lost?", "external_knowledge": None},
+    ]
+    lite.mkdir(parents=True, exist_ok=True)
+    (lite / "spider2-lite.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    gold = lite / "evaluation_suite/gold/sql"
+    gold.mkdir(parents=True)
+    (gold / "local001.sql").write_text(
+        "SELECT c.name, SUM(o.amount) AS total FROM customers c JOIN orders o ON o.customer_id = c.id "
+        "GROUP BY c.name ORDER BY total DESC", encoding="utf-8")
+    (gold / "bq001.sql").write_text(
+        "SELECT event_id, payload.kind FROM `bigquery-public-data.shop.events_*` WHERE event_id > 0",
+        encoding="utf-8")
+    (lite / "resource/documents").mkdir(parents=True)
+    (lite / "resource/documents/rules.md").write_text("# Totals\nSum amounts.\n", encoding="utf-8")
+    with tarfile.open(lite / "evaluation_suite/gold/exec_result.tar.gz", "w:gz") as tar:
+        for name, text in (("local001.csv", "name,total\nZoë,4.0\n"), ("bq001_a.csv", "event_id,kind\n1,view\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"exec_result/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def raw_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("raw")
+    staging = tmp_path_factory.mktemp("staging")
+    _sqlite_description(root)
+    _bigquery_files(staging)
+    _snowflake_files(staging)
+    databases = root / LITE / "resource/databases"
+    _tar(staging, "bigquery", databases / "bigquery.tar.gz")
+    _tar(staging, "snowflake", databases / "snowflake.tar.gz")
+    _questions_and_gold(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def read(raw_root, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    databases, rejections = read_spider2_databases(raw_root, cache)
+    return {d.name: d for d in databases}, rejections, cache
+
+
+# ---- archives ------------------------------------------------------------------------------------
+
+def test_archives_unpack_once_into_the_cache(raw_root, read):
+    _, _, cache = read
+    roots = unpack_archives(raw_root, cache)
+    marker = roots["bigquery"].parent / ".complete"
+    stamp = marker.stat().st_mtime_ns
+    assert roots["bigquery"].is_relative_to(cache / "unpacked") and (roots["bigquery"] / "shop_bq").is_dir()
+    assert unpack_archives(raw_root, cache)["bigquery"] == roots["bigquery"]
+    assert marker.stat().st_mtime_ns == stamp  # not unpacked again
+    assert sorted(p.name for p in (raw_root / LITE / "resource/databases").iterdir()) == [
+        "bigquery.tar.gz", "snowflake.tar.gz", "sqlite"]  # nothing written beside the source
+
+
+# ---- reading -------------------------------------------------------------------------------------
+
+def test_every_description_is_read_with_its_header_variant(read):
+    databases, rejections, _ = read
+    assert rejections == []
+    assert {n: d.source_dialect for n, d in databases.items()} == {
+        "SQLITE_SHOP": "sqlite", "shop_bq": "bigquery", "SHOP_SF": "snowflake"}
+    assert [t.name for t in databases["SQLITE_SHOP"].tables] == ["customers", "orders"]
+    assert databases["SQLITE_SHOP"].table("customers").primary_key == ("id",)
+    assert databases["SQLITE_SHOP"].table("orders").foreign_keys[0].ref_table == "customers"
+    assert databases["SHOP_SF"].table("ITEMS").column("ITEM_ID").nullable is False
+
+
+def test_database_part_without_ddl_csv_is_built_from_json(read):
+    db = read[0]["shop_bq"]
+    assert {"decision": "no_ddl_csv", "detail": "bigquery-public-data.extra: columns from the JSON files"} \
+        in db.decisions
+    assert [c.name for c in db.table("stats").columns] == ["day", "hits"]
+    assert db.rows["stats"] == [("2020-01-01", "[758, 897, 4]")]
+
+
+def test_sample_values_are_prepared_per_family(read):
+    bq, sf = read[0]["shop_bq"], read[0]["SHOP_SF"]
+    import datetime as dt
+    import decimal
+    assert bq.rows["events_20200101"][0] == (
+        1, dt.datetime(2020, 1, 1, 10, 0), '{"kind": "view", "n": 2}', '["a b", "c"]', decimal.Decimal("12.500000000"),
+        "POINT(1 2)")
+    assert bq.rows["events_20200101"][1][1] is None  # pandas NaT
+    assert sf.rows["ITEMS"] == [(7, '{"color": "red"}', dt.datetime(2021, 5, 1, 8, 30), "x", b"\x00\xff")]
+
+
+def test_numpy_and_python_reprs_become_json():
+    assert python_repr_value("[{'k': 'a b', 'v': nan}\n {'k': 'c', 'v': array([1, 2], dtype=object)}]") == [
+        {"k": "a b", "v": None}, {"k": "c", "v": [1, 2]}]
+    assert python_repr_value("[9.9e-01 1.0e-05]") == [0.99, 1e-05]
+    assert nested_json("[1 2 ... 9]") == ('"[1 2 ... 9]"', False)  # truncated repr: kept as a JSON string
+
+
+def test_parse_ddl_bigquery_three_part_name_and_nested_types():
+    table = parse_ddl("CREATE OR REPLACE TABLE `p-1.ds.t` (a INT64 NOT NULL, b ARRAY<STRUCT<x INT64>>)", "bigquery")
+    assert (table.name, table.fullname) == ("t", "p-1.ds.t")
+    assert table.columns == [("a", "INT64", False), ("b", "ARRAY<STRUCT<X INT64>>", True)]
+    with pytest.raises(ValueError, match="does not parse"):
+        parse_ddl("CREATE TABLE x (14_DAY_SALES FLOAT, ISBN-13 TEXT)", "snowflake")
+
+
+def test_shared_table_names_get_their_dataset_as_prefix():
+    raw = [spider2.RawTable("p.a", "t", "p.a.t", [("x", "INT64", True)]),
+           spider2.RawTable("p.b", "T", "p.b.T", [("x", "INT64", True)]),
+           spider2.RawTable("p.b", "u", "p.b.u", [("x", "INT64", True)])]
+    assert spider2.unique_table_names(raw) == ["a__t", "b__T", "u"]
+
+
+# ---- exact DDL for the warehouse mapping rules ---------------------------------------------------
+
+def test_bigquery_ddl_in_both_dialects(read):
+    db = read[0]["shop_bq"]
+    pg = [c for c in normalize(db, "postgres").create_statements if "events_20200101" in c][0]
+    ora = [c for c in normalize(db, "oracle").create_statements if "EVENTS_20200101" in c][0]
+    assert pg == ("CREATE TABLE events_20200101 (\n  event_id bigint NOT NULL,\n  ts timestamp,\n  payload jsonb,\n"
+                  "  tags jsonb,\n  price numeric,\n  area text\n);")
+    assert ora == ("CREATE TABLE EVENTS_20200101 (\n  EVENT_ID NUMBER(19) NOT NULL,\n  TS TIMESTAMP,\n"
+                   "  PAYLOAD CLOB CHECK (PAYLOAD IS JSON),\n  TAGS CLOB CHECK (TAGS IS JSON),\n  PRICE NUMBER,\n"
+                   "  AREA VARCHAR2(4000 BYTE)\n);")
+    rules = {c.name: c.rule for c in db.table("events_20200101").columns}
+    assert rules == {"event_id": "integer", "ts": "timestamp", "payload": "nested_as_json", "tags": "nested_as_json",
+                     "price": "decimal", "area": "bigquery_geography_wkt"}
+
+
+def test_snowflake_ddl_in_both_dialects(read):
+    db = read[0]["SHOP_SF"]
+    assert normalize(db, "postgres").create_statements == [
+        "CREATE TABLE items (\n  item_id bigint NOT NULL,\n  attrs jsonb,\n  updated timestamp,\n  label text,\n"
+        "  raw bytea\n);"]
+    assert normalize(db, "oracle").create_statements == [
+        'CREATE TABLE ITEMS (\n  ITEM_ID NUMBER(19) NOT NULL,\n  ATTRS CLOB CHECK (ATTRS IS JSON),\n'
+        '  UPDATED TIMESTAMP,\n  LABEL VARCHAR2(4000 BYTE),\n  "RAW" BLOB\n);']
+    assert db.table("ITEMS").column("ITEM_ID").rule == "number_scale_0"
+
+
+def test_schema_names_are_unique_across_sources(read):
+    databases = list(read[0].values())
+    twin = spider2.SourceDatabase("spider2_lite", "shop_sf", "bigquery", "x", [])
+    names = schema_names(databases + [twin])
+    assert names["spider2_lite/SQLITE_SHOP|sqlite"] == "s2_sqlite_shop"
+    assert names["spider2_lite/SHOP_SF|snowflake"] == "s2_shop_sf_sf"
+    assert names["spider2_lite/shop_sf|bigquery"] == "s2_shop_sf_bq"
+
+
+# ---- loading and tasks on the real PostgreSQL ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def loaded(read, pg_engine):
+    databases = list(read[0].values())
+    with pg_engine.connection() as conn:
+        yield load_all(conn, databases), conn
+
+
+def test_all_fixture_databases_load_and_verify(loaded):
+    reports, conn = loaded
+    assert {k: (r.verified, r.error) for k, r in reports.items()} == {
+        "spider2_lite/SQLITE_SHOP|sqlite": (True, ""), "spider2_lite/shop_bq|bigquery": (True, ""),
+        "spider2_lite/SHOP_SF|snowflake": (True, "")}
+    assert conn.execute("SELECT attrs->>'color', raw FROM s2_shop_sf.items").fetchone() == ("red", b"\x00\xff")
+
+
+def test_question_database_names_resolve(read):
+    by_key = {(d.source_dialect, d.name): d for d in read[0].values()}
+    assert resolve_database("sqlite-shop", "sqlite", by_key) == "SQLITE_SHOP"
+    assert resolve_database("shop-bq", "snowflake", by_key) is None
+
+
+def test_task_records_reconcile_and_carry_the_gold_analysis(raw_root, read, loaded):
+    _, conn = loaded
+    tasks, rejections = build_tasks(raw_root, list(read[0].values()), conn)
+    assert len(tasks) + len(rejections) == 4
+    assert {(r.source_id, r.reason_code) for r in rejections} == {
+        ("local002", "no_gold_sql"), ("sf001", "database_not_found")}
+    local, bq = {t.instance_id: t for t in tasks}["local001"], {t.instance_id: t for t in tasks}["bq001"]
+    assert (local.db, local.resolved_db) == ("sqlite-shop", "SQLITE_SHOP")
+    assert local.external_knowledge == "# Totals\nSum amounts.\n"
+    assert local.tables_required == ["customers", "orders"]
+    assert local.columns_required == ["customers.id", "customers.name", "orders.amount", "orders.customer_id"]
+    assert local.unresolved == []
+    assert local.executes_on_samples is True and "s2_sqlite_shop.customers" in local.gold_postgres
+    assert local.oracle_parses and sqlglot.parse_one(local.gold_oracle, read="oracle") is not None
+    assert local.reference_results == {"local001.csv": "name,total\nZoë,4.0\n"}
+    assert bq.tables_required == ["bigquery-public-data.shop.events_*"]
+    assert bq.columns_required == ["bigquery-public-data.shop.events_*.event_id",
+                                   "bigquery-public-data.shop.events_*.payload"]
+    assert bq.executes_on_samples is False and bq.sqlstate  # no wildcard tables in PostgreSQL
+    assert list(bq.reference_results) == ["bq001_a.csv"]
+
+
+# ---- the full mirror -----------------------------------------------------------------------------
+
+RAW = os.environ.get("PLBENCH_RAW_DIR")
+
+
+@pytest.mark.mirror
+@pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")
+def test_all_162_descriptions_load(pg_engine, tmp_path_factory):
+    from plbench.config import BuildConfig
+    databases, rejections = read_spider2_databases(Path(RAW), BuildConfig.from_env().cache_dir)
+    assert rejections == [] and len(databases) == 162
+    with pg_engine.connection() as conn:
+        reports = load_all(conn, databases)
+    assert {k: r.error or r.mismatches() for k, r in reports.items() if not r.verified} == {}
+    assert len(reports) == 162
