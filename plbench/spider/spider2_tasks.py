@@ -212,9 +212,21 @@ def _required_name(ref: exp.Table, matched: list[SchemaTable]) -> str:
     return ".".join(_table_parts(ref)) if len(matched) > 1 or ref.name.endswith("*") else matched[0].fullname
 
 
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _unquote_plain(tree: exp.Expression) -> None:
+    """Names are matched without regard to case: Snowflake golds quote lower-case names ("number") that
+    the description spells NUMBER, and quoting would make them case-sensitive for qualify."""
+    for ident in tree.find_all(exp.Identifier):
+        if ident.quoted and _PLAIN.match(ident.name):
+            ident.set("quoted", False)
+
+
 def analyse_gold(tree: exp.Expression, dialect: str, tables: list[SchemaTable]) -> GoldAnalysis:
     """tables_required / columns_required of a parsed gold query (qualified in place), and what is unresolved."""
     out = GoldAnalysis()
+    _unquote_plain(tree)
     bound = bind_tables(tree, tables, out.unresolved)
     out.tables = sorted({_required_name(ref, bound[id(ref)]) for ref in _base_tables(tree) if id(ref) in bound})
     try:
