@@ -24,11 +24,12 @@ STAGES = {
     "replay": [["replay_validation", "{dialect}"]],
     "roundtrip": [["roundtrip", "{dialect}"]],
     "normalize": [["normalized_databases", "{dialect}"], ["normalization_report"]],
-    "spider_tasks": [["spider_plsql_tasks"]],
+    "spider_tasks": [["spider_plsql_tasks"], ["spider2_tasks"]],
     "crosscheck": [["crosscheck_candidates"], ["crosscheck"]],
 }
 # What a stage rerun reads from storage: a build must have stored it first.
-STAGE_NEEDS = {"normalize": ["spider1_raw"], "spider_tasks": ["spider1_raw", "normalization_report"],
+STAGE_NEEDS = {"normalize": ["spider1_raw", "spider2_lite_raw"],
+               "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
                "crosscheck": ["release_tables"]}
 
 

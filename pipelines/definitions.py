@@ -12,7 +12,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
     assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
               mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(),
               spider.spider1_raw, spider.spider2_lite_raw, *spider.normalized_assets.values(),
-              spider.normalization_report, spider.spider_plsql_tasks, release.release_tables,
+              spider.normalization_report, spider.spider_plsql_tasks, spider.spider2_tasks, release.release_tables,
               crosscheck.crosscheck_candidates, crosscheck.crosscheck, release.release]
     return dg.Definitions(
         assets=assets,

@@ -10,7 +10,7 @@ import pytest
 from pipelines.cli import execute, failure_messages, report
 from plbench.config import BuildConfig
 from plbench.sandbox import SandboxLimits
-from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1
+from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1, write_spider2
 
 CROSSCHECK_CANDIDATES = [
     {"task_id": "mbpp/1", "dialect": "postgres", "code":
@@ -24,13 +24,13 @@ CROSSCHECK_CANDIDATES = [
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, pg_engine):
     root = tmp_path_factory.mktemp("mirror")
-    catalog = write_mirror(root) | write_spider1(root)
+    catalog = write_mirror(root) | write_spider1(root) | write_spider2(root, tmp_path_factory.mktemp("staging"))
     solutions = root / "solutions.jsonl"
     solutions.write_text("".join(json.dumps(c) + "\n" for c in CROSSCHECK_CANDIDATES))
     config = BuildConfig(raw_dir=root, cache_dir=tmp_path_factory.mktemp("cache"),
                          out_dir=tmp_path_factory.mktemp("releases"), catalog=catalog, pg_dsn=pg_engine._dsn,
                          normalized_dir=tmp_path_factory.mktemp("normalized"),
-                         subsets=("mbpp", "mbpp_plus", "spider_plsql"), version="t1", min_retention=0.5,
+                         version="t1", min_retention=0.5,
                          min_gold_equivalence=0.5, crosscheck_solutions=solutions,
                          sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2))
     instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
@@ -85,8 +85,9 @@ def test_validation_is_reported_per_dialect_and_never_invented_for_oracle(setup)
     trip = manifest["validation"]["mbpp"]["postgres"]["roundtrip"]
     assert trip["ran"] and trip["values"] == trip["equal"] > 0 and trip["tasks_with_mismatches"] == []
     assert manifest["validation"]["mbpp"]["oracle"]["roundtrip"]["ran"] is False
-    statuses = {(r["dialect"], r["replay_status"]) for r in tasks}
+    statuses = {(r["dialect"], r["replay_status"]) for r in tasks if r["subset"] != "spider2"}
     assert statuses == {("postgres", "passed"), ("oracle", "not_run")}
+    assert {r["replay_status"] for r in tasks if r["subset"] == "spider2"} == {"not_run"}  # no source data here
 
 
 def test_task_rows_carry_the_artifacts_and_provenance(setup):
@@ -146,7 +147,8 @@ def test_spider_databases_are_normalized_loaded_and_reported(setup):
     dev = spider1["gold_equivalence"]["postgres"]
     assert dev["total"] == len(SPIDER_DEV) - 1 and dev["mismatch"] == {"source_error": 1}
     databases = pq.read_table(path / "databases.parquet").to_pylist()
-    assert {(d["database"], d["dialect"]) for d in databases} == {("shop", "postgres"), ("shop", "oracle")}
+    assert {(d["database"], d["dialect"]) for d in databases if d["source"] == "spider1"} == {
+        ("shop", "postgres"), ("shop", "oracle")}
     pg = next(d for d in databases if d["dialect"] == "postgres")
     assert pg["loaded"] and pg["verified"] and pg["rows"] == 9
     assert pg["data_path"] == "spider1/shop/postgres/data.sql"
@@ -213,4 +215,29 @@ def test_every_release_table_passed_its_quality_suite(setup):
     assert all(s["success"] and s["failed"] == 0 and s["expectations"] > 0 for s in quality.values()), quality
     accuracy = manifest["metadata_accuracy"]
     assert accuracy["rows"] == len(tasks) and accuracy["plainly_wrong_count"] == 0
-    assert "cursor_for_loop" not in accuracy["constructs_over"]  # every Spider block loops over its query
+    # Every Spider reference block loops over its query; only Spider 2.0 golds that did not run on the samples
+    # are kept as the bare query (bq001, both dialects), so the block they ask for is claimed, not found.
+    assert accuracy["constructs_over"].get("cursor_for_loop", 0) == 2
+
+
+def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):
+    config, _ = setup
+    path, manifest, tasks, rejections = _release(config)
+    lite = manifest["normalization"]["spider2_lite"]
+    assert lite["failed"] == {} and lite["loaded"]["postgres"] == lite["databases"] == 3
+    counts = manifest["subsets"]["spider2"]
+    assert counts["input"] == 4 and counts["rejected"] == {"database_not_found": 1, "no_gold_sql": 1}
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    assert manifest["validation"]["spider2"]["postgres"]["replay"]["ran"] is False
+    rows = {(t["source_id"], t["dialect"]): t for t in tasks if t["subset"] == "spider2"}
+    local = rows[("local001", "postgres")]
+    assert local["replay_status"] == "not_run" and "ran without error: yes" in local["replay_detail"]
+    assert json.loads(local["test_cases"])["reference_results"] == {"local001.csv": "name,total\nZoë,4.0\n"}
+    assert local["tables_required"] and local["columns_required"]
+    assert "External knowledge (rules.md)" in local["prompt"] and local["database"] == "sqlite.SQLITE_SHOP"
+    assert local["reference_code"].startswith("DO $plbench$")  # the gold ran on the samples: a block over it
+    bq = rows[("bq001", "postgres")]
+    assert "ran without error: no" in bq["replay_detail"]  # a wildcard table
+    assert not bq["reference_code"].startswith("DO")  # output types unknown: the transpiled gold itself
+    databases = pq.read_table(path / "databases.parquet").to_pylist()
+    assert {d["source"] for d in databases} == {"spider1", "spider2_lite"}

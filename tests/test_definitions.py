@@ -13,7 +13,8 @@ def test_definitions_load_and_wire_every_stage():
     assert keys == {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_tasks",
                     "plsql_types", "replay_validation/postgres", "replay_validation/oracle", "roundtrip/postgres",
                     "roundtrip/oracle", "spider1_raw", "spider2_lite_raw", "normalized_databases/postgres",
-                    "normalized_databases/oracle", "normalization_report", "spider_plsql_tasks", "release_tables",
+                    "normalized_databases/oracle", "normalization_report", "spider_plsql_tasks", "spider2_tasks",
+                    "release_tables",
                     "crosscheck_candidates", "crosscheck", "release"}
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release_tables")).parent_keys}
     assert {"replay_validation/postgres", "replay_validation/oracle", "mbpp_tasks", "spider_plsql_tasks",

@@ -241,11 +241,14 @@ def test_prompt_text_and_split_assertion():
 
 
 def test_catalog_is_consistent():
-    assert set(CATALOG) >= {"mbpp", "mbpp_plus"}
+    folders = {"mbpp": "mbpp/", "mbpp_plus": "mbpp_plus/", "spider1": "spider/",
+               "spider2_lite": "spider2/spider2-lite/"}
+    assert set(CATALOG) == set(folders)
+    assert len(CATALOG["spider1"]) == 168 and len(CATALOG["spider2_lite"]) == 792  # the mirror's manifest
     for dataset, sources in CATALOG.items():
         for source in sources:
             assert source.dataset == dataset
-            assert source.relative_path.startswith(f"{dataset}/")
+            assert source.relative_path.startswith(folders[dataset])
             assert source.url.startswith("https://")
             assert (source.compression == "gzip") == source.url.endswith(".gz")
     with pytest.raises(ValueError):

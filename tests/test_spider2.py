@@ -10,11 +10,7 @@ name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -32,120 +28,13 @@ from plbench.spider.spider2 import (
     unpack_archives,
 )
 from plbench.spider.spider2_tasks import build_tasks, resolve_database
-
-LITE = Path("spider2") / "spider2-lite"
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def _write_json(path: Path, doc: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc), encoding="utf-8")
-
-
-def _table_doc(name: str, fullname: str, columns: list[tuple[str, str]], rows: list[dict]) -> dict:
-    return {"table_name": name, "table_fullname": fullname, "column_names": [c for c, _ in columns],
-            "column_types": [t for _, t in columns], "description": [None] * len(columns), "sample_rows": rows}
-
-
-def _sqlite_description(root: Path) -> None:
-    folder = root / LITE / "resource/databases/sqlite/SQLITE_SHOP"
-    _write_csv(folder / "DDL.csv", ["table_name", "DDL"], [
-        ["customers", "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, born DATE)"],
-        ["orders", "CREATE TABLE orders (id INTEGER, customer_id INTEGER REFERENCES customers(id), "
-                   "amount REAL, FOREIGN KEY (customer_id) REFERENCES customers(id))"],
-    ])
-    _write_json(folder / "customers.json", _table_doc("customers", "customers", [
-        ("id", "INTEGER"), ("name", "TEXT"), ("born", "DATE")],
-        [{"id": 1, "name": "Ann O'Neil", "born": "1990-01-02"}, {"id": 2, "name": "Zoë", "born": None}]))
-    _write_json(folder / "orders.json", _table_doc("orders", "orders", [
-        ("id", "INTEGER"), ("customer_id", "INTEGER"), ("amount", "REAL")],
-        [{"id": 10, "customer_id": 1, "amount": 2.5}, {"id": 11, "customer_id": 2, "amount": 4.0}]))
-
-
-def _bigquery_files(base: Path) -> None:
-    ds = base / "bigquery/shop_bq/bigquery-public-data.shop"
-    _write_csv(ds / "DDL.csv", ["table_name", "ddl"], [[
-        "events_20200101",
-        "CREATE TABLE `bigquery-public-data.shop.events_20200101`\n(\n  event_id INT64 NOT NULL,\n"
-        "  ts TIMESTAMP,\n  payload STRUCT<kind STRING, n INT64>,\n  tags ARRAY<STRING>,\n  price NUMERIC,\n"
-        "  area GEOGRAPHY\n)\nPARTITION BY DATE(ts);"]])
-    cols = [("event_id", "INT64"), ("ts", "TIMESTAMP"), ("payload", "STRUCT<kind STRING, n INT64>"),
-            ("tags", "ARRAY<STRING>"), ("price", "NUMERIC"), ("area", "GEOGRAPHY")]
-    _write_json(ds / "events_20200101.json", _table_doc("events_20200101", "bigquery-public-data.shop.events_20200101",
-                cols, [{"event_id": 1, "ts": "2020-01-01 10:00:00+00:00", "payload": {"kind": "view", "n": 2},
-                        "tags": "['a b' 'c']", "price": "12.500000000", "area": "POINT(1 2)"},
-                       {"event_id": 2, "ts": "NaT", "payload": None, "tags": "[]", "price": None, "area": None}]))
-    # A dataset without DDL.csv: built from its JSON alone.
-    _write_json(base / "bigquery/shop_bq/bigquery-public-data.extra/stats.json", _table_doc(
-        "stats", "bigquery-public-data.extra.stats", [("day", "DATE"), ("hits", "ARRAY<INT64>")],
-        [{"day": "2020-01-01", "hits": "[758 897   4]"}]))
-
-
-def _snowflake_files(base: Path) -> None:
-    ds = base / "snowflake/SHOP_SF/PUBLIC"
-    _write_csv(ds / "DDL.csv", ["table_name", "description", "DDL"], [[
-        "SHOP_SF.PUBLIC.ITEMS", "items",
-        "create or replace TABLE SHOP_SF.PUBLIC.ITEMS (\n\tITEM_ID NUMBER(38,0) NOT NULL,\n\tATTRS VARIANT,\n"
-        "\tUPDATED TIMESTAMP_LTZ(9),\n\tLABEL VARCHAR(16777216),\n\tRAW BINARY\n);"]])
-    _write_json(ds / "ITEMS.json", _table_doc("PUBLIC.ITEMS", "SHOP_SF.PUBLIC.ITEMS", [
-        ("ITEM_ID", "NUMBER(38,0)"), ("ATTRS", "VARIANT"), ("UPDATED", "TIMESTAMP_LTZ"), ("LABEL", "TEXT"),
-        ("RAW", "BINARY")],
-        [{"ITEM_ID": 7, "ATTRS": '{\n  "color": "red"\n}', "UPDATED": "2021-05-01 08:30:00.000000-07:00",
-          "LABEL": "x", "RAW": "bytearray(b'\\x00\\xff')"}]))
-
-
-def _tar(src: Path, top: str, archive: Path) -> None:
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src / top, arcname=top)
-
-
-def _questions_and_gold(root: Path) -> None:
-    lite = root / LITE
-    questions = [
-        {"instance_id": "local001", "db": "sqlite-shop", "question": "Total per customer?", "external_knowledge":
-            "rules.md"},
-        {"instance_id": "local002", "db": "SQLITE_SHOP", "question": "No gold here.", "external_knowledge": None},
-        {"instance_id": "bq001", "db": "shop_bq", "question": "Views?", "external_knowledge": None},
-        {"instance_id": "sf001", "db": "NO_SUCH_DB", "question": "Lost?", "external_knowledge": None},
-    ]
-    lite.mkdir(parents=True, exist_ok=True)
-    (lite / "spider2-lite.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
-    gold = lite / "evaluation_suite/gold/sql"
-    gold.mkdir(parents=True)
-    (gold / "local001.sql").write_text(
-        "SELECT c.name, SUM(o.amount) AS total FROM customers c JOIN orders o ON o.customer_id = c.id "
-        "GROUP BY c.name ORDER BY total DESC", encoding="utf-8")
-    (gold / "bq001.sql").write_text(
-        "SELECT event_id, payload.kind FROM `bigquery-public-data.shop.events_*` WHERE event_id > 0",
-        encoding="utf-8")
-    (lite / "resource/documents").mkdir(parents=True)
-    (lite / "resource/documents/rules.md").write_text("# Totals\nSum amounts.\n", encoding="utf-8")
-    with tarfile.open(lite / "evaluation_suite/gold/exec_result.tar.gz", "w:gz") as tar:
-        for name, text in (("local001.csv", "name,total\nZoë,4.0\n"), ("bq001_a.csv", "event_id,kind\n1,view\n")):
-            data = text.encode()
-            info = tarfile.TarInfo(f"exec_result/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+from tests.fixtures import LITE, write_spider2
 
 
 @pytest.fixture(scope="module")
 def raw_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("raw")
-    staging = tmp_path_factory.mktemp("staging")
-    _sqlite_description(root)
-    _bigquery_files(staging)
-    _snowflake_files(staging)
-    databases = root / LITE / "resource/databases"
-    _tar(staging, "bigquery", databases / "bigquery.tar.gz")
-    _tar(staging, "snowflake", databases / "snowflake.tar.gz")
-    _questions_and_gold(root)
+    write_spider2(root, tmp_path_factory.mktemp("staging"))
     return root
 
 

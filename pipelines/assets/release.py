@@ -27,7 +27,8 @@ GROUP = "release"
                "roundtrip_postgres": dg.AssetIn(key=["roundtrip", "postgres"]),
                "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"]),
                "spider1_raw": dg.AssetIn(), "spider2_lite_raw": dg.AssetIn(),
-               "normalization_report": dg.AssetIn(), "spider_plsql_tasks": dg.AssetIn()},
+               "normalization_report": dg.AssetIn(), "spider_plsql_tasks": dg.AssetIn(),
+               "spider2_tasks": dg.AssetIn()},
           description="Release rows, rejections, types, databases and manifest, reconciled, before writing.")
 def release_tables(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
                    mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None, mbpp_test_cases: StageOutput,
@@ -35,14 +36,15 @@ def release_tables(context: dg.AssetExecutionContext, build: dg.ResourceParam[Bu
                    replay_postgres: ReplayReport, replay_oracle: ReplayReport,
                    roundtrip_postgres: RoundTripReport, roundtrip_oracle: RoundTripReport,
                    spider1_raw: SpiderInputs | None, spider2_lite_raw: SpiderInputs | None,
-                   normalization_report: NormalizationSummary, spider_plsql_tasks: SpiderTasks) -> PreparedRelease:
+                   normalization_report: NormalizationSummary, spider_plsql_tasks: SpiderTasks,
+                   spider2_tasks: SpiderTasks) -> PreparedRelease:
     ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
-    spider = [r for r in (spider1_raw,) if r is not None]
+    spider = [r for r in (spider1_raw, spider2_lite_raw) if r is not None]
     prepared = prepare_release(
         build, ingested, [mbpp_test_cases, mbpp_signatures, mbpp_tasks], mbpp_tasks.items,
         {"postgres": replay_postgres, "oracle": replay_oracle},
         {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle},
-        extra_inputs=spider, extra_tasks=[spider_plsql_tasks], normalization=normalization_report)
+        extra_inputs=spider, extra_tasks=[spider_plsql_tasks, spider2_tasks], normalization=normalization_report)
     prepared.manifest["quality"] = check_release(prepared)
     prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
     context.add_output_metadata({"version": prepared.version,

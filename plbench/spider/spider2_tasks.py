@@ -63,6 +63,7 @@ class Spider2Task:
     executes_on_samples: bool | None = None  # the PostgreSQL gold on the sample rows (None: not run)
     sqlstate: str = ""
     execution_error: str = ""
+    output_types: list[str] = field(default_factory=list)  # PostgreSQL type names of the gold's columns
 
 
 def question_dialect(instance_id: str) -> str:
@@ -303,17 +304,21 @@ def oracle_parses(text: str) -> bool:
         return False
 
 
-def execute_on_samples(conn: psycopg.Connection, text: str) -> tuple[bool, str, str]:
-    """(runs without error, SQLSTATE, message) of the PostgreSQL gold on the sample rows; always rolled back."""
+def execute_on_samples(conn: psycopg.Connection, text: str) -> tuple[bool, str, str, list[str]]:
+    """(runs without error, SQLSTATE, message, output column type names) of the PostgreSQL gold on the
+    sample rows; always rolled back."""
     try:
         with conn.transaction(force_rollback=True), conn.cursor() as cur:
             cur.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
             cur.execute(text)
-            if cur.description is not None:
-                cur.fetchall()
-        return True, "", ""
+            if cur.description is None:
+                return True, "", "", []
+            cur.fetchall()
+            types = [getattr(conn.adapters.types.get(d.type_code), "name", str(d.type_code))
+                     for d in cur.description]
+        return True, "", "", types
     except psycopg.Error as exc:
-        return False, exc.sqlstate or "", (exc.diag.message_primary or str(exc))[:300]
+        return False, exc.sqlstate or "", (exc.diag.message_primary or str(exc))[:300], []
 
 
 # ---- the task records -----------------------------------------------------------------------------
@@ -385,6 +390,51 @@ def _fill_gold(task: Spider2Task, db: SourceDatabase, targets: _Targets) -> None
         task.transpile_error = f"transpile: {type(exc).__name__}: {str(exc)[:200]}"
 
 
+def question_database(q: dict, databases) -> tuple[str, str | None]:
+    """(source dialect, the schema description's folder or None) a question names."""
+    dialect = question_dialect(q["instance_id"])
+    return dialect, resolve_database(q["db"], dialect, databases)
+
+
+def select_questions(raw_root: Path, databases) -> tuple[list[dict], list[Rejection]]:
+    """The questions a task can be built from (gold SQL and a resolvable database), and a Rejection for
+    every other. `databases` holds (dialect, folder name) keys; each kept question gains `resolved`."""
+    kept, rejections = [], []
+    for q in sorted(read_questions(raw_root), key=lambda q: q["instance_id"]):
+        iid = q["instance_id"]
+        dialect, resolved = question_database(q, databases)
+        if resolved is None:
+            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "database_not_found",
+                                        f"no {dialect} schema description named {q['db']!r}"))
+        elif not (Path(raw_root) / GOLD_DIR / f"{iid}.sql").is_file():
+            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "no_gold_sql",
+                                        f"{GOLD_DIR}/{iid}.sql does not exist"))
+        else:
+            kept.append(dict(q, resolved=resolved))
+    return kept, rejections
+
+
+def question_task(raw_root: Path, q: dict, db: SourceDatabase, targets: _Targets,
+                  conn: psycopg.Connection | None = None) -> Spider2Task:
+    """The task record of one kept question (see `select_questions`) on its database."""
+    iid, dialect = q["instance_id"], question_dialect(q["instance_id"])
+    task = Spider2Task(iid, q["db"], q["resolved"], dialect, q["question"], q.get("external_knowledge"),
+                       _knowledge(raw_root, q.get("external_knowledge")),
+                       (Path(raw_root) / GOLD_DIR / f"{iid}.sql").read_text(encoding="utf-8"))
+    _fill_gold(task, db, targets)
+    if conn is not None and task.gold_postgres:
+        task.executes_on_samples, task.sqlstate, task.execution_error, task.output_types = execute_on_samples(
+            conn, task.gold_postgres)
+    return task
+
+
+def database_tasks(raw_root: Path, questions: list[dict], db: SourceDatabase, schema: str,
+                   conn: psycopg.Connection | None = None) -> list[Spider2Task]:
+    """The task records of the questions on one database, loaded into PostgreSQL schema `schema`."""
+    targets = _Targets({db.key + "|" + db.source_dialect: schema})
+    return [question_task(raw_root, q, db, targets, conn) for q in questions]
+
+
 def build_tasks(raw_root: Path, databases: list[SourceDatabase], conn: psycopg.Connection | None = None
                 ) -> tuple[list[Spider2Task], list[Rejection]]:
     """One Spider2Task per question with gold SQL and a resolvable database; a Rejection for every other.
@@ -394,26 +444,10 @@ def build_tasks(raw_root: Path, databases: list[SourceDatabase], conn: psycopg.C
     by_key = {(d.source_dialect, d.name): d for d in databases}
     targets = _Targets(schema_names(databases))
     results = read_reference_results(raw_root)
-    tasks, rejections = [], []
-    questions = sorted(read_questions(raw_root), key=lambda q: (question_dialect(q["instance_id"]), q["db"]))
+    questions, rejections = select_questions(raw_root, by_key)
+    tasks = []
     for q in questions:
-        iid, dialect = q["instance_id"], question_dialect(q["instance_id"])
-        gold = Path(raw_root) / GOLD_DIR / f"{iid}.sql"
-        resolved = resolve_database(q["db"], dialect, by_key)
-        if resolved is None:
-            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "database_not_found",
-                                        f"no {dialect} schema description named {q['db']!r}"))
-            continue
-        if not gold.is_file():
-            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "no_gold_sql",
-                                        f"{GOLD_DIR}/{iid}.sql does not exist"))
-            continue
-        task = Spider2Task(iid, q["db"], resolved, dialect, q["question"], q.get("external_knowledge"),
-                           _knowledge(raw_root, q.get("external_knowledge")), gold.read_text(encoding="utf-8"),
-                           reference_results=results.get(iid, {}))
-        _fill_gold(task, by_key[(dialect, resolved)], targets)
-        if conn is not None and task.gold_postgres:
-            task.executes_on_samples, task.sqlstate, task.execution_error = execute_on_samples(
-                conn, task.gold_postgres)
+        task = question_task(raw_root, q, by_key[(question_dialect(q["instance_id"]), q["resolved"])], targets, conn)
+        task.reference_results = results.get(task.instance_id, {})
         tasks.append(task)
-    return sorted(tasks, key=lambda t: t.instance_id), rejections
+    return tasks, rejections

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import pickle
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from plbench.raw_sources import CATALOG, resolve
 from plbench.records import Rejection
 from plbench.spider.gold import GoldQuery, check_database, read_spider_dev, read_train_gold
 from plbench.spider.gold import summarize as summarize_equivalence
+from plbench.spider.output_format import type_class
 from plbench.spider.tasks import (
     ReferenceOutput,
     TaskBuildError,
@@ -102,6 +104,27 @@ def ingest_spider1(config: BuildConfig) -> SpiderInputs:
                         dict(sorted(inputs.items())))
 
 
+def raw_root(config: BuildConfig) -> Path:
+    """Where resolved raw files live, in the mirror's layout: the mirror, or the download cache."""
+    return config.raw_dir or config.download_dir
+
+
+def ingest_spider2(config: BuildConfig) -> SpiderInputs:
+    """Spider 2.0-Lite: every schema description (databases named `<source dialect>.<folder>`, since
+    BigQuery and Snowflake share ten names) and the questions that have gold SQL."""
+    from plbench.spider.spider2 import database_folders, unpack_archives
+    from plbench.spider.spider2_tasks import select_questions
+
+    _resolve_all(config, "spider2_lite")
+    root = raw_root(config)
+    folders = database_folders(unpack_archives(root, config.cache_dir))
+    databases = {f"{dialect}.{name}": folder for dialect, name, folder in folders}
+    questions, rejections = select_questions(root, {(dialect, name): None for dialect, name, _ in folders})
+    inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider2_lite"]}
+    return SpiderInputs("spider2", "spider2_lite", databases, {}, questions, [], rejections,
+                        dict(sorted(inputs.items())))
+
+
 # ---- one partition: one database in one dialect -----------------------------------------------
 
 @dataclass
@@ -118,6 +141,7 @@ class DatabaseReport:
     load: LoadReport | None = None
     not_run: str = ""  # why the database was not loaded in this dialect
     equivalence: list = field(default_factory=list)  # spider.gold.EquivalenceResult, one per gold query
+    spider2_tasks: list = field(default_factory=list)  # spider.spider2_tasks.Spider2Task of its questions
     static_problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -160,9 +184,16 @@ def read_source(inputs: SpiderInputs, name: str) -> SourceDatabase:
     if inputs.source == "spider1":
         path = inputs.databases[name]
         return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}")
-    from plbench.spider.spider2 import read_spider2_database
+    from plbench.spider.spider2 import DATABASES_DIR, read_database
 
-    return read_spider2_database(inputs, name)
+    dialect, folder = name.split(".", 1)
+    return read_database(inputs.databases[name], dialect, name, str(DATABASES_DIR / dialect / folder))
+
+
+def spider2_questions_of(inputs: SpiderInputs, name: str) -> list[dict]:
+    from plbench.spider.spider2_tasks import question_dialect
+
+    return [q for q in inputs.questions if f"{question_dialect(q['instance_id'])}.{q['resolved']}" == name]
 
 
 def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
@@ -196,6 +227,11 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
     if dialect == "postgres":
         with engine.connection() as conn:
             report.load = load_postgres(conn, db)
+            if inputs.source == "spider2_lite":
+                from plbench.spider.spider2_tasks import database_tasks
+
+                report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source,
+                                                      db.schema_name, conn if report.load.loaded else None)
         if report.load.loaded and inputs.source == "spider1":
             with engine.session(reads=(db.schema_name,)) as session:
                 report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
@@ -330,3 +366,109 @@ def _task_row(q: GoldQuery, dialect: str, db: DatabaseReport, block: str, refere
         "crosscheck_detail": "the crosscheck stage covers MBPP tasks", "notes": [], "raw_sha256": None,
         "builder_version": __version__, "build_id": None,
     }
+
+
+# ---- Spider 2.0-Lite task rows -----------------------------------------------------------------
+
+MAX_PROMPT_SCHEMA_BYTES = 64 * 1024  # larger schemas (hundreds of date shards) are listed by table name
+
+SPIDER2_NOT_RUN = ("only sample rows of the source database are available, so no block can reproduce the "
+                   "official result on them; the reference output is the official result file")
+
+
+def build_spider2(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport],
+                  oracle: dict[str, DatabaseReport]) -> SpiderTasks:
+    """A row per Spider 2.0-Lite question with gold SQL and dialect whose gold transpiles (and, for Oracle,
+    parses), with tables/columns required and the official result; recorded as not_run (see SPIDER2_NOT_RUN)."""
+    from plbench.spider.spider2_tasks import read_reference_results
+
+    start = time.perf_counter()
+    out = SpiderTasks(inputs.subset)
+    results = read_reference_results(raw_root(config))
+    for name in sorted(pg):
+        for task in pg[name].spider2_tasks:
+            task.reference_results = results.get(task.instance_id, {})
+            rows, rejections = _spider2_rows(task, pg[name], oracle.get(name))
+            out.rows += rows
+            out.rejections += rejections
+    on_samples = [t for rep in pg.values() for t in rep.spider2_tasks if t.executes_on_samples is not None]
+    reason = f"{SPIDER2_NOT_RUN}; the transpiled gold ran without error on the samples for " \
+             f"{sum(t.executes_on_samples for t in on_samples)} of {len(on_samples)} questions"
+    out.validation = {"postgres": {"ran": False, "reason": reason}, "oracle": {"ran": False, "reason": reason}}
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tuple[list[dict], list[Rejection]]:
+    def reject(code: str, detail: str, dialect: str | None = None) -> Rejection:
+        return Rejection("spider2", task.instance_id, "spider2_tasks", code, detail[:1000], dialect=dialect)
+
+    if not task.gold_postgres:
+        return [], [reject("gold_transpile_failed", task.transpile_error or "no PostgreSQL text")]
+    if not task.reference_results:
+        return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
+    rows = [_spider2_row(task, "postgres", pg, _spider2_reference(task, "postgres"))]
+    if oracle is None or not task.oracle_parses:
+        return rows, [reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse",
+                             "oracle")]
+    return rows + [_spider2_row(task, "oracle", oracle, _spider2_reference(task, "oracle"))], []
+
+
+def _spider2_reference(task, dialect: str) -> str:
+    """The cursor-loop block over the gold when the gold is one query whose output types are known (it
+    ran on the samples); otherwise the transpiled gold itself."""
+    gold = task.gold_postgres if dialect == "postgres" else task.gold_oracle
+    if not task.output_types or ";\n" in gold:
+        return gold
+    kinds = [type_class(t) for t in task.output_types]
+    try:
+        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(gold,
+                                                                                                         kinds)
+    except (TaskBuildError, sqlglot.errors.SqlglotError):
+        return gold
+
+
+def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
+    if len(ddl.encode()) <= MAX_PROMPT_SCHEMA_BYTES:
+        return ddl
+    names = re.findall(r"^CREATE TABLE (\S+)", ddl, re.M)
+    return (f"-- {report.tables} tables; the full DDL is the `ddl` of database {report.name} in databases.parquet\n"
+            + "\n".join(f"-- {n}" for n in names))
+
+
+def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
+    from plbench import __version__
+
+    question = task.question.strip()
+    if task.external_knowledge:
+        question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
+    ordered = _gold_ordered(gold, dialect)
+    executed = ("not run" if task.executes_on_samples is None else "yes" if task.executes_on_samples
+                else f"no ({task.sqlstate}: {task.execution_error})")
+    return {
+        "task_id": f"spider2/{task.instance_id}", "subset": "spider2", "dialect": dialect,
+        "source_dataset": f"Spider 2.0-Lite ({task.source_dialect})", "source_id": task.instance_id,
+        "database": db.name, "prompt": prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
+        "entry_point": None, "signature": None, "setup_sql": None, "scaffold": SCAFFOLDS[dialect],
+        "reference_code": gold, "python_reference": None, "test_block": None,
+        "test_cases": json.dumps({"reference_results": task.reference_results, "ordered": ordered},
+                                 ensure_ascii=False),
+        "comparison": json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
+        "difficulty": None, "turns": 1, "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
+        "reasoning_types": [], "tables_required": list(task.tables_required),
+        "columns_required": list(task.columns_required), "replay_status": "not_run", "replay_engine": None,
+        "replay_detail": f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
+        "mutants_total": None, "mutants_killed": None, "crosscheck_status": "not_run",
+        "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
+        "notes": [f"unresolved name: {n}" for n in task.unresolved]
+        + ([f"transpile: {task.transpile_error}"] if task.transpile_error else []),
+        "raw_sha256": None, "builder_version": __version__, "build_id": None,
+    }
+
+
+def _gold_ordered(gold: str, dialect: str) -> bool:
+    try:
+        trees = sqlglot.parse(gold, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return False
+    return bool(trees) and trees[-1] is not None and trees[-1].args.get("order") is not None

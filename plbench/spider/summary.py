@@ -23,7 +23,8 @@ DATABASE_SCHEMA = pa.schema([
 class NormalizationSummary:
     manifest: dict = field(default_factory=dict)  # the manifest's "normalization" section
     database_rows: list[dict] = field(default_factory=list)  # databases.parquet
-    failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it is not verified
+    failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it did not load
+    unverified: dict[str, list[str]] = field(default_factory=dict)  # loaded, but these tables differ
     dev_total: int = 0
     dev_identical: int = 0
 
@@ -71,8 +72,10 @@ def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, s
     pg, oracle = reports["postgres"], reports["oracle"]
     failed = {name: cause for name, cause in inputs.missing.items()}
     for name, report in pg.items():
-        if not report.load.verified:
-            failed[name] = report.load.error or f"verification failed for tables {report.load.mismatches()}"
+        if not report.load.loaded:
+            failed[name] = report.load.error
+        elif not report.load.verified:
+            failed[name] = f"loaded, but row counts or checksums differ in tables {report.load.mismatches()}"
     oracle_reason = next((r.not_run for r in oracle.values() if r.not_run), "")
     section = {
         "databases": len(inputs.databases) + len(inputs.missing),
@@ -88,6 +91,11 @@ def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, s
     return section, {f"{inputs.source}.{k}": v for k, v in failed.items() if k not in inputs.missing}
 
 
+def _unverified(inputs, pg: dict) -> dict[str, list[str]]:
+    return {f"{inputs.source}.{name}": r.load.mismatches() for name, r in pg.items()
+            if r.load.loaded and not r.load.verified}
+
+
 def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]]) -> NormalizationSummary:
     """`reports[source][dialect][database]` for each selected SpiderInputs."""
     summary = NormalizationSummary()
@@ -95,6 +103,7 @@ def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]])
         section, failed = _source_section(inputs, reports[inputs.source])
         summary.manifest[inputs.source] = section
         summary.failed.update(failed)
+        summary.unverified.update(_unverified(inputs, reports[inputs.source]["postgres"]))
         for dialect in sorted(reports[inputs.source]):
             summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][dialect].items())]
         if "gold_equivalence" in section:
