@@ -628,3 +628,24 @@ def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db,
     inserts = sqlglot.parse((ora_folder / "data.sql").read_text(), read="oracle")
     assert len(inserts) == 3 and all(isinstance(e, exp.MultitableInserts) for e in inserts)
     assert (ora_folder / "data.sql").read_bytes().decode() == data_script(ora)  # CR LF kept inside literals
+
+
+def test_a_table_wider_than_the_column_limit_keeps_its_first_columns_and_folds_the_rest_into_json(pg_engine):
+    from plbench.normalize.emit import MAX_COLUMNS, OVERFLOW_COLUMN
+    from plbench.normalize.schema import Column, SourceDatabase, Table
+
+    width = MAX_COLUMNS + 400
+    columns = tuple(Column(f"d{i}", "FLOAT64", "float", "float") for i in range(width))
+    rows = [tuple(float(i) + r for i in range(width)) for r in range(3)] + [tuple([None] * width)]
+    db = SourceDatabase("spider2_lite", "bigquery.wide", "bigquery", "x", [Table("cases", columns)], {"cases": rows})
+    for dialect in ("postgres", "oracle"):
+        table = normalize(db, dialect).tables[0]
+        assert len(table.columns) == MAX_COLUMNS and table.columns[-1].source.name == OVERFLOW_COLUMN
+        assert json.loads(table.rows[0][-1])[f"d{width - 1}"] == float(width - 1)
+        assert json.loads(table.rows[3][-1]) == {}
+    postgres = normalize(db, "postgres")
+    assert any(d.get("decision") == "wide_table_overflow" for d in postgres.decisions)
+    with pg_engine.connection() as conn:
+        report = load_postgres(conn, postgres)  # 1,000 numbers per row would not fit a PostgreSQL row
+        assert report.verified, report.error
+        conn.execute(f"DROP SCHEMA {postgres.schema_name} CASCADE")

@@ -12,6 +12,7 @@ Oracle-specific value rules: '' is NULL in Oracle, so an empty string loads as N
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
@@ -103,6 +104,7 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     for table in db.tables:
         families = [c.family for c in table.columns]
         rows = [tuple(coerce(v, f) for v, f in zip(r, families)) for r in db.rows.get(table.name, [])]
+        table, rows = _fold_wide_table(db, table, rows, decisions)
         if dialect == "oracle":
             table = _oracle_empty_string_constraints(db, table, rows, decisions)
         column_names = IdentifierMap(dialect)
@@ -119,6 +121,41 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     out.create_statements = [_create_table(t) for t in tables]
     out.constraint_statements = _foreign_keys(out, dialect)
     return out
+
+
+MAX_COLUMNS = 600  # Oracle allows 1,000 columns; a PostgreSQL row must fit 8 KB (1,270 numbers do not)
+OVERFLOW_COLUMN = "overflow_columns"
+
+
+def _json_value(v):
+    if isinstance(v, (dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def _fold_wide_table(db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
+                     ) -> tuple[Table, list[tuple]]:
+    """A table over MAX_COLUMNS keeps its first columns; the rest become one JSON object column."""
+    if len(table.columns) <= MAX_COLUMNS:
+        return table, rows
+    keep = MAX_COLUMNS - 1
+    moved = table.columns[keep:]
+    overflow = Column(OVERFLOW_COLUMN, "", "json", "wide_table_overflow", True,
+                      f"columns {moved[0].name} .. {moved[-1].name} ({len(moved)}) as one JSON object")
+    folded = [r[:keep] + (json.dumps({c.name: _json_value(v) for c, v in zip(moved, r[keep:]) if v is not None},
+                                     ensure_ascii=False, sort_keys=True),) for r in rows]
+    kept = {c.name.lower() for c in table.columns[:keep]}
+    pk = table.primary_key if all(c.lower() in kept for c in table.primary_key) else ()
+    fks = tuple(fk for fk in table.foreign_keys if all(c.lower() in kept for c in fk.columns))
+    decisions.append({"database": db.key, "table": table.name, "decision": "wide_table_overflow",
+                      "detail": f"{len(table.columns)} columns: the last {len(moved)} are keys of the JSON "
+                                f"column {OVERFLOW_COLUMN}" + ("" if pk == table.primary_key else
+                                                              "; the primary key is not kept")})
+    return Table(table.name, table.columns[:keep] + (overflow,), pk, fks), folded
 
 
 def _oracle_value(v):

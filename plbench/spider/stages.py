@@ -386,6 +386,12 @@ def build_spider2(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, Datab
     out = SpiderTasks(inputs.subset)
     results = read_reference_results(raw_root(config))
     for name in sorted(pg):
+        load = pg[name].load
+        if not (load and load.verified):
+            out.rejections += [Rejection("spider2", t.instance_id, "spider2_tasks", "database_not_loaded",
+                                         f"{name}: {load.error if load else pg[name].not_run}"[:1000])
+                               for t in pg[name].spider2_tasks]
+            continue
         for task in pg[name].spider2_tasks:
             task.reference_results = results.get(task.instance_id, {})
             rows, rejections = _spider2_rows(task, pg[name], oracle.get(name))
