@@ -34,6 +34,7 @@ class BuildConfig:
     workers: int = 2
     min_retention: float = 0.9  # released / input per subset and dialect; below it the release is blocked
     min_gold_equivalence: float = 0.99  # Spider 1.0 dev gold queries identical on PostgreSQL and SQLite
+    spider_row_cap: int | None = None  # rows read per Spider 1.0 table; None: all of them
     # MBPP+ runs ~100 generated inputs per task in one child. A few references take seconds per
     # input; past an 8 s budget their remaining inputs are dropped (reference_timeout) so one
     # task cannot hold the build.
@@ -78,4 +79,4 @@ class BuildConfig:
     def fingerprint(self) -> dict:
         """The settings that change the content of a release (part of the build id)."""
         return {"subsets": sorted(self.subsets), "min_retention": self.min_retention,
-                "min_gold_equivalence": self.min_gold_equivalence}
+                "min_gold_equivalence": self.min_gold_equivalence, "spider_row_cap": self.spider_row_cap}

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 SUITES_DIR = Path(__file__).resolve().parent / "quality_suites"
 SUITE_OF_TABLE = {"tasks.parquet": "tasks", "rejections.parquet": "rejections", "types.parquet": "types",
-                  "databases.parquet": "databases"}
+                  "databases.parquet": "databases", "gold_queries.parquet": "gold_queries"}
 MAX_FAILURES = 20  # failure descriptions kept per suite: enough to act on, short enough for a manifest
 
 
@@ -86,6 +86,18 @@ def _pg_total(key: str) -> Callable[[dict], list[tuple[str, dict | None, int]]]:
     return totals
 
 
+def _gold_queries(manifest: dict) -> list[tuple[str, dict | None, int]]:
+    groups = []
+    for src, section in sorted(_normalization(manifest).items()):
+        for key, split in (("gold_equivalence", "dev"), ("gold_equivalence_train", "train")):
+            counts = section.get(key, {}).get("postgres")
+            if counts is not None:
+                groups += [(f"{src}/{split}", {"source": src, "split": split}, counts["total"]),
+                           (f"{src}/{split}/identical", {"source": src, "split": split, "class": "identical"},
+                            counts["identical"])]
+    return groups
+
+
 MANIFEST_VALUES: dict[str, Callable[[dict], list[tuple[str, dict | None, int]]]] = {
     "released": _released,  # manifest.subsets[s].released[d], per subset and dialect, and their sum
     "rejections": _rejections,  # rejected + rejected_by_dialect (task), cases_dropped(_by_dialect) (case)
@@ -94,6 +106,7 @@ MANIFEST_VALUES: dict[str, Callable[[dict], list[tuple[str, dict | None, int]]]]
     "verified_databases": _verified,  # manifest.normalization[src].loaded.postgres
     "normalized_tables": _pg_total("tables"),
     "normalized_rows": _pg_total("rows"),
+    "gold_queries": _gold_queries,  # manifest.normalization[src].gold_equivalence(_train).postgres, total/identical
 }
 
 

@@ -342,9 +342,11 @@ def prepare_release(config: BuildConfig, ingested: list, stages: list, artifacts
                                                                            REJECTION_SCHEMA),
               "types.parquet": (types, TYPE_SCHEMA)}
     if normalization is not None and normalization.database_rows:
-        from plbench.spider.summary import DATABASE_SCHEMA
+        from plbench.spider.summary import DATABASE_SCHEMA, GOLD_SCHEMA
 
         tables["databases.parquet"] = (normalization.database_rows, DATABASE_SCHEMA)
+        if normalization.gold_rows:
+            tables["gold_queries.parquet"] = (normalization.gold_rows, GOLD_SCHEMA)
     return PreparedRelease(version, tables, manifest)
 
 

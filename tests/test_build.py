@@ -156,6 +156,13 @@ def test_spider_databases_are_normalized_loaded_and_reported(setup):
     oracle = next(d for d in databases if d["dialect"] == "oracle")
     assert oracle["loaded"] is None and oracle["not_run"].startswith("PLBENCH_ORACLE_DSN is not set")
     assert '"ORDER"' in oracle["ddl"]  # a reserved word stays a quoted name
+    gold = pq.read_table(path / "gold_queries.parquet").to_pylist()
+    assert len(gold) == len(SPIDER_DEV) - 1 + 1  # the dev questions on shop, and its one train query
+    failed = next(g for g in gold if g["class"] == "source_error")
+    assert failed["sql"] == "SELECT nonexistent FROM customer" and "no such column" in failed["detail"]
+    assert all(g["postgres_sql"] and g["oracle_sql"] for g in gold if g["class"] == "identical")
+    texts = (config.normalized_dir / "spider1/shop/oracle/gold_queries.sql").read_text()
+    assert texts.count("-- dev ") == len(SPIDER_DEV) - 1 and "FROM CUSTOMER" in texts
 
 
 def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
@@ -211,7 +218,7 @@ def test_every_release_table_passed_its_quality_suite(setup):
     config, _ = setup
     _, manifest, tasks, _ = _release(config)
     quality = manifest["quality"]
-    assert set(quality) == {"tasks", "rejections", "types", "databases"}
+    assert set(quality) == {"tasks", "rejections", "types", "databases", "gold_queries"}
     assert all(s["success"] and s["failed"] == 0 and s["expectations"] > 0 for s in quality.values()), quality
     accuracy = manifest["metadata_accuracy"]
     assert accuracy["rows"] == len(tasks) and accuracy["plainly_wrong_count"] == 0

@@ -9,6 +9,7 @@ emitted files, so the task stages read every database's report whichever run pro
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import pickle
 import re
@@ -180,10 +181,10 @@ def load_reports(config: BuildConfig, inputs: SpiderInputs, dialect: str) -> dic
     return reports
 
 
-def read_source(inputs: SpiderInputs, name: str) -> SourceDatabase:
+def read_source(inputs: SpiderInputs, name: str, row_cap: int | None = None) -> SourceDatabase:
     if inputs.source == "spider1":
         path = inputs.databases[name]
-        return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}")
+        return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}", row_cap)
     from plbench.spider.spider2 import DATABASES_DIR, read_database
 
     dialect, folder = name.split(".", 1)
@@ -219,7 +220,7 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
                        engine: PostgresEngine | None) -> DatabaseReport:
     """Emit, load (PostgreSQL) and verify one database in one dialect; the report is saved too."""
     start = time.perf_counter()
-    source = read_source(inputs, name)
+    source = read_source(inputs, name, config.spider_row_cap)
     db = normalize(source, dialect)
     files = write_files(db, config.normalized_dir)
     report = DatabaseReport(source.source, name, dialect, db.schema_name, len(db.tables), source.row_count(),
@@ -235,6 +236,7 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
         if report.load.loaded and inputs.source == "spider1":
             with engine.session(reads=(db.schema_name,)) as session:
                 report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
+            report.files.update(write_gold_files(config, db, report.equivalence))
     else:
         report.static_problems = oracle_static_problems(db)
         report.not_run = config.oracle_dsn and "loading into Oracle is not implemented yet" or \
@@ -242,6 +244,24 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
     report.seconds = time.perf_counter() - start
     save_report(config, report)
     return report
+
+
+def write_gold_files(config: BuildConfig, db: NormalizedDatabase, results: list) -> dict[str, str]:
+    """gold_queries.sql per dialect beside the DDL: every gold query as transpiled (or why it is not)."""
+    sums = {}
+    for dialect, attr in (("postgres", "postgres_sql"), ("oracle", "oracle_sql")):
+        parts = []
+        for r in results:
+            text = getattr(r, attr)
+            head = f"-- {r.query.split} {r.query.source_id}: {r.cls}"
+            why = " ".join((r.oracle_error if dialect == "oracle" else r.detail).split())  # one comment line
+            parts.append(f"{head}\n{text.rstrip().rstrip(';')};\n" if text else f"{head}; not transpiled: {why}\n")
+        path = config.normalized_dir / db.source / db.name / dialect / "gold_queries.sql"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(parts)
+        path.write_text(text, encoding="utf-8")
+        sums[str(path.relative_to(config.normalized_dir))] = hashlib.sha256(text.encode()).hexdigest()
+    return sums
 
 
 def _queries_of(inputs: SpiderInputs, name: str) -> list[GoldQuery]:

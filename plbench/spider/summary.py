@@ -9,6 +9,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+GOLD_SCHEMA = pa.schema([
+    ("source", pa.string()), ("split", pa.string()), ("source_id", pa.string()), ("db_id", pa.string()),
+    ("class", pa.string()), ("sql", pa.string()), ("postgres_sql", pa.string()), ("oracle_sql", pa.string()),
+    ("oracle_error", pa.string()), ("sqlstate", pa.string()), ("detail", pa.string()),
+    ("source_rows", pa.int64()), ("target_rows", pa.int64()),
+])
 DATABASE_SCHEMA = pa.schema([
     ("source", pa.string()), ("database", pa.string()), ("dialect", pa.string()), ("schema_name", pa.string()),
     ("tables", pa.int32()), ("rows", pa.int64()), ("ddl", pa.string()), ("ddl_path", pa.string()),
@@ -23,6 +29,7 @@ DATABASE_SCHEMA = pa.schema([
 class NormalizationSummary:
     manifest: dict = field(default_factory=dict)  # the manifest's "normalization" section
     database_rows: list[dict] = field(default_factory=list)  # databases.parquet
+    gold_rows: list[dict] = field(default_factory=list)  # gold_queries.parquet
     failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it did not load
     unverified: dict[str, list[str]] = field(default_factory=dict)  # loaded, but these tables differ
     dev_total: int = 0
@@ -106,6 +113,9 @@ def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]])
         summary.unverified.update(_unverified(inputs, reports[inputs.source]["postgres"]))
         for dialect in sorted(reports[inputs.source]):
             summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][dialect].items())]
+        summary.gold_rows += [{k: None if v == "" else v for k, v in dict(r.as_row(), source=inputs.source).items()}
+                              for _, rep in sorted(reports[inputs.source]["postgres"].items())
+                              for r in rep.equivalence]
         if "gold_equivalence" in section:
             summary.dev_total += section["gold_equivalence"]["postgres"]["total"]
             summary.dev_identical += section["gold_equivalence"]["postgres"]["identical"]
