@@ -152,6 +152,12 @@ def gold_equivalence_floor(build: dg.ResourceParam[BuildConfig],
                                          "floor": build.min_gold_equivalence})
 
 
+def _tasks_metadata(tasks: SpiderTasks) -> dict:
+    return {"rows_by_dialect": dg.MetadataValue.json(dict(Counter(r["dialect"] for r in tasks.rows))),
+            "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in tasks.rejections))),
+            "validation": dg.MetadataValue.json(tasks.validation), "seconds": round(tasks.seconds, 2)}
+
+
 @dg.asset(group_name=GROUP, kinds={"postgres"}, deps=[normalization_report],
           description="Spider-PLSQL: a task per Spider 1.0 dev question and dialect whose reference block "
                       "reproduces the gold output on PostgreSQL.")
@@ -165,10 +171,7 @@ def spider_plsql_tasks(context: dg.AssetExecutionContext, build: dg.ResourcePara
                                    load_reports(build, spider1_raw, "oracle"), engine)
     finally:
         engine.close()
-    context.add_output_metadata({
-        "rows_by_dialect": dg.MetadataValue.json(dict(Counter(r["dialect"] for r in tasks.rows))),
-        "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in tasks.rejections))),
-        "seconds": round(tasks.seconds, 2)})
+    context.add_output_metadata(_tasks_metadata(tasks))
     return tasks
 
 
@@ -181,8 +184,5 @@ def spider2_tasks(context: dg.AssetExecutionContext, build: dg.ResourceParam[Bui
         return SpiderTasks("spider2")
     tasks = build_spider2(build, spider2_lite_raw, load_reports(build, spider2_lite_raw, "postgres"),
                           load_reports(build, spider2_lite_raw, "oracle"))
-    context.add_output_metadata({
-        "rows_by_dialect": dg.MetadataValue.json(dict(Counter(r["dialect"] for r in tasks.rows))),
-        "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in tasks.rejections))),
-        "validation": dg.MetadataValue.json(tasks.validation)})
+    context.add_output_metadata(_tasks_metadata(tasks))
     return tasks
