@@ -240,7 +240,9 @@ def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):
     local = rows[("local001", "postgres")]
     assert local["replay_status"] == "not_run" and "ran without error: yes" in local["replay_detail"]
     assert json.loads(local["test_cases"])["reference_results"] == {"local001.csv": "name,total\nZoë,4.0\n"}
-    assert local["tables_required"] and local["columns_required"]
+    assert local["tables_required"] == ["customers", "orders"]  # as the PostgreSQL schema names them
+    assert {"customers.name", "orders.amount", "orders.customer_id"} <= set(local["columns_required"])
+    assert rows[("local001", "oracle")]["tables_required"] == ["CUSTOMERS", "ORDERS"]
     assert "External knowledge (rules.md)" in local["prompt"] and local["database"] == "sqlite.SQLITE_SHOP"
     assert local["reference_code"].startswith("DO $plbench$")  # the gold ran on the samples: a block over it
     bq = rows[("bq001", "postgres")]

@@ -89,9 +89,10 @@ def _max_text_bytes(rows: list[tuple], index: int) -> int:
     return max((len(v.encode()) for r in rows if isinstance(v := r[index], str)), default=0)
 
 
-def _column_decision(db: SourceDatabase, table: Table, col: NormalizedColumn, dialect: str) -> dict:
+def _column_decision(db: SourceDatabase, table: NormalizedTable, col: NormalizedColumn, dialect: str) -> dict:
     src = col.source
-    return {"database": db.key, "table": table.name, "column": src.name, "source_type": src.source_type,
+    return {"database": db.key, "table": table.source.name, "target_table": table.target.name, "column": src.name,
+            "source_type": src.source_type,
             "family": src.family, "rule": src.rule, "rule_reason": RULE_REASONS.get(src.rule, ""),
             "note": src.note, "dialect": dialect, "target_name": col.target.name, "target_type": col.type_sql,
             "renamed": col.target.why}
@@ -114,7 +115,7 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
         target_rows = [tuple(_oracle_value(v) for v in r) for r in rows] if dialect == "oracle" else rows
         ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
         tables.append(ntable)
-        decisions += [_column_decision(db, table, c, dialect) for c in cols]
+        decisions += [_column_decision(db, ntable, c, dialect) for c in cols]
         decisions += _oracle_empty_strings(db, ntable, rows) if dialect == "oracle" else []
     out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [],
                              decisions)

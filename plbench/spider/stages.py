@@ -191,6 +191,23 @@ def read_source(inputs: SpiderInputs, name: str, row_cap: int | None = None) -> 
     return read_database(inputs.databases[name], dialect, name, str(DATABASES_DIR / dialect / folder))
 
 
+def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceDatabase:
+    """The source database, read once for both dialects' partitions: the first to run keeps what it read
+    (`source.pkl`, valid while the dataset's raw checksums and the row cap are unchanged)."""
+    path = config.normalized_dir / inputs.source / name / "source.pkl"
+    key = hashlib.sha256(json.dumps([inputs.inputs, config.spider_row_cap], sort_keys=True).encode()).hexdigest()
+    if path.exists():
+        cached_key, source = pickle.loads(path.read_bytes())
+        if cached_key == key:
+            return source
+    source = read_source(inputs, name, config.spider_row_cap)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps((key, source)))
+    tmp.replace(path)
+    return source
+
+
 def spider2_questions_of(inputs: SpiderInputs, name: str) -> list[dict]:
     from plbench.spider.spider2_tasks import question_dialect
 
@@ -220,7 +237,7 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
                        engine: PostgresEngine | None) -> DatabaseReport:
     """Emit, load (PostgreSQL) and verify one database in one dialect; the report is saved too."""
     start = time.perf_counter()
-    source = read_source(inputs, name, config.spider_row_cap)
+    source = load_source(config, inputs, name)
     db = normalize(source, dialect)
     files = write_files(db, config.normalized_dir)
     report = DatabaseReport(source.source, name, dialect, db.schema_name, len(db.tables), source.row_count(),
@@ -481,8 +498,8 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
                                  ensure_ascii=False),
         "comparison": json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
         "difficulty": None, "turns": 1, "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
-        "reasoning_types": [], "tables_required": list(task.tables_required),
-        "columns_required": list(task.columns_required), "replay_status": "not_run", "replay_engine": None,
+        "reasoning_types": [], **_required_in_target_names(task, db), "replay_status": "not_run",
+        "replay_engine": None,
         "replay_detail": f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
         "mutants_total": None, "mutants_killed": None, "crosscheck_status": "not_run",
         "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
@@ -490,6 +507,26 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
         + ([f"transpile: {task.transpile_error}"] if task.transpile_error else []),
         "raw_sha256": None, "builder_version": __version__, "build_id": None,
     }
+
+
+def _required_in_target_names(task, db: DatabaseReport) -> dict:
+    """tables_required / columns_required as the dialect's schema names them (what the prompt shows and the
+    reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
+    origin = {d["fullname"].lower(): d["table"] for d in db.decisions if d.get("decision") == "table_origin"}
+    targets = {d["table"]: d["target_table"] for d in db.decisions if "target_table" in d}
+    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in db.decisions if "target_table" in d}
+
+    def table(name: str) -> tuple[str | None, str]:
+        source = origin.get(name.lower())
+        return source, targets.get(source, name)
+
+    def column(name: str) -> str:
+        full, _, col = name.rpartition(".")
+        source, target = table(full)
+        return f"{target}.{columns.get((source, col.lower()), col)}"
+
+    return {"tables_required": sorted({table(t)[1] for t in task.tables_required}),
+            "columns_required": sorted({column(c) for c in task.columns_required})}
 
 
 def _gold_ordered(gold: str, dialect: str) -> bool:
