@@ -85,13 +85,14 @@ def _normalized_asset(dialect: str):
     def normalized(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
                    spider1_raw: SpiderInputs | None, spider2_lite_raw: SpiderInputs | None) -> None:
         inputs = {"spider1": spider1_raw, "spider2_lite": spider2_lite_raw}
-        engine = open_engine(build, "postgres") if dialect == "postgres" else None
+        engine = open_engine(build, dialect)
+        not_run, engine = (engine, None) if isinstance(engine, str) else ("", engine)
         try:
             for key in context.partition_keys:
                 source, name = split_partition_key(key)
                 if inputs[source] is None:
                     raise RuntimeError(f"partition {key}: {source} was not ingested in this build")
-                report = normalize_database(build, inputs[source], name, dialect, engine)
+                report = normalize_database(build, inputs[source], name, dialect, engine, not_run)
                 context.add_asset_metadata(_partition_metadata(report), partition_key=key)
         finally:
             if engine is not None:

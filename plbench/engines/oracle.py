@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import oracledb
 
-from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult
+from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult, QueryResult
 
 _OUTPUT_CHUNK = 100  # DBMS_OUTPUT lines fetched per round trip
 _MAX_LINE = 32767  # longest DBMS_OUTPUT line
@@ -217,6 +217,19 @@ class OracleSession:
             lines = self._output()
             error = self._compile_error(statement, warning) if warning is not None else None
         return ExecResult(lines=lines, error=error)
+
+    def query(self, statement: str) -> QueryResult:
+        """Rows of one query (LOBs read into str/bytes), with column and type names, or its diagnostic."""
+        with self._guard("running a query"), self._conn().cursor() as cursor:
+            try:
+                cursor.execute(strip_terminator(statement))
+                rows = [tuple(v.read() if isinstance(v, oracledb.LOB) else v for v in row)
+                        for row in cursor.fetchall()]
+            except oracledb.Error as exc:
+                failed = self._failed(exc)
+                return QueryResult(error=failed.error, timed_out=failed.timed_out)
+            description = cursor.description or ()
+        return QueryResult([d.name for d in description], [d.type_code.name for d in description], rows)
 
     def _failed(self, exc: oracledb.Error) -> ExecResult:
         message = str(exc).strip()

@@ -916,8 +916,8 @@ def _both_texts(query: GoldQuery, normalized: NormalizedDatabase, oracle: Normal
 
 
 def check_query(query: GoldQuery, source: sqlite3.Connection, normalized: NormalizedDatabase,
-                oracle: NormalizedDatabase, session) -> EquivalenceResult:
-    """One gold query run on SQLite and, transpiled, in `session`; classified."""
+                oracle: NormalizedDatabase, session, target: str = "postgres") -> EquivalenceResult:
+    """One gold query run on SQLite and, transpiled, in `session` (a `target` engine's); classified."""
     result = EquivalenceResult(query, "identical")
     try:
         expected = run_sqlite(source, query.sql)
@@ -928,7 +928,11 @@ def check_query(query: GoldQuery, source: sqlite3.Connection, normalized: Normal
     result.source_rows = len(expected)
     if not _both_texts(query, normalized, oracle, result, sqlite_plan(source, query.sql)):
         return result
-    got = session.query(result.postgres_sql)
+    text = result.postgres_sql if target == "postgres" else result.oracle_sql
+    if not text:
+        result.cls, result.detail = "transpile_error", result.oracle_error
+        return result
+    got = session.query(text)
     if not got.ok:
         result.cls = "runtime_error"
         result.sqlstate = got.error.code if got.error else "57014"
@@ -942,16 +946,18 @@ def check_query(query: GoldQuery, source: sqlite3.Connection, normalized: Normal
 
 
 def check_database(sqlite_path: Path, normalized: NormalizedDatabase, queries: list[GoldQuery],
-                   session, oracle: NormalizedDatabase | None = None) -> list[EquivalenceResult]:
+                   session, oracle: NormalizedDatabase | None = None, target: str = "postgres"
+                   ) -> list[EquivalenceResult]:
     """Every query of one database, compared between its SQLite file and its loaded PostgreSQL schema.
 
     `session` is a PostgreSQL session whose search_path reaches `normalized.schema_name`
-    (`engine.session(reads=(normalized.schema_name,))`); `oracle` defaults to `oracle_names(normalized)`.
+    (`engine.session(reads=(normalized.schema_name,))`), or with `target="oracle"` an Oracle session
+    holding the loaded tables; `oracle` defaults to `oracle_names(normalized)`.
     """
     oracle = oracle or oracle_names(normalized)
     source = connect_readonly(Path(sqlite_path))
     try:
-        return [check_query(q, source, normalized, oracle, session) for q in queries]
+        return [check_query(q, source, normalized, oracle, session, target) for q in queries]
     finally:
         source.close()
 

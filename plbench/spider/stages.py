@@ -24,7 +24,7 @@ from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_block_structure
 from plbench.engines.postgres import PostgresEngine
 from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
-from plbench.normalize.load import LoadReport, load_postgres
+from plbench.normalize.load import LoadReport, load_oracle, load_postgres
 from plbench.normalize.schema import SourceDatabase
 from plbench.normalize.sqlite_source import connect_readonly, read_sqlite
 from plbench.raw_sources import CATALOG, resolve
@@ -234,33 +234,48 @@ def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
 
 
 def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dialect: str,
-                       engine: PostgresEngine | None) -> DatabaseReport:
-    """Emit, load (PostgreSQL) and verify one database in one dialect; the report is saved too."""
+                       engine, not_run: str = "") -> DatabaseReport:
+    """Emit, load and verify one database in one dialect; the report is saved too.
+
+    `engine` is the dialect's engine, or None when it is not configured (`not_run` says why): Oracle
+    is then checked without a server only.
+    """
     start = time.perf_counter()
     source = load_source(config, inputs, name)
     db = normalize(source, dialect)
     files = write_files(db, config.normalized_dir)
     report = DatabaseReport(source.source, name, dialect, db.schema_name, len(db.tables), source.row_count(),
                             db.ddl_text(), files, db.decisions)
-    if dialect == "postgres":
-        with engine.connection() as conn:
-            report.load = load_postgres(conn, db)
-            if inputs.source == "spider2_lite":
-                from plbench.spider.spider2_tasks import database_tasks
-
-                report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source,
-                                                      db.schema_name, conn if report.load.loaded else None)
-        if report.load.loaded and inputs.source == "spider1":
-            with engine.session(reads=(db.schema_name,)) as session:
-                report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
-            report.files.update(write_gold_files(config, db, report.equivalence))
-    else:
+    if dialect == "oracle":
         report.static_problems = oracle_static_problems(db)
-        report.not_run = config.oracle_dsn and "loading into Oracle is not implemented yet" or \
-            "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+    if engine is None:
+        report.not_run = not_run
+    elif dialect == "postgres":
+        _load_and_check_postgres(config, inputs, name, source, db, engine, report)
+    else:
+        with engine.session() as session:
+            report.load = load_oracle(session, db)
+            if report.load.loaded and inputs.source == "spider1":
+                report.equivalence = check_database(inputs.databases[name], normalize(source, "postgres"),
+                                                    _queries_of(inputs, name), session, oracle=db, target="oracle")
     report.seconds = time.perf_counter() - start
     save_report(config, report)
     return report
+
+
+def _load_and_check_postgres(config: BuildConfig, inputs: SpiderInputs, name: str, source: SourceDatabase,
+                             db: NormalizedDatabase, engine: PostgresEngine, report: DatabaseReport) -> None:
+    with engine.connection() as conn:
+        report.load = load_postgres(conn, db)
+        if inputs.source == "spider2_lite":
+            from plbench.spider.spider2_tasks import database_tasks
+
+            report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source,
+                                                  db.schema_name, conn if report.load.loaded else None)
+    if report.load.loaded and inputs.source == "spider1":
+        with engine.session(reads=(db.schema_name,)) as session:
+            report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
+        report.files.update(write_gold_files(config, db, report.equivalence))
 
 
 def write_gold_files(config: BuildConfig, db: NormalizedDatabase, results: list) -> dict[str, str]:

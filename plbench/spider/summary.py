@@ -83,18 +83,25 @@ def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, s
             failed[name] = report.load.error
         elif not report.load.verified:
             failed[name] = f"loaded, but row counts or checksums differ in tables {report.load.mismatches()}"
-    oracle_reason = next((r.not_run for r in oracle.values() if r.not_run), "")
+    oracle_loaded = {name: r for name, r in oracle.items() if r.load is not None}
+    execution = {"ran": True} if oracle_loaded else \
+        {"ran": False, "reason": next((r.not_run for r in oracle.values() if r.not_run), "")}
     section = {
         "databases": len(inputs.databases) + len(inputs.missing),
         "loaded": {"postgres": sum(1 for r in pg.values() if r.load.verified)},
         "failed": dict(sorted(failed.items())),
         "tables": sum(r.tables for r in pg.values()), "rows": sum(r.rows for r in pg.values()),
-        "oracle": {"emitted": len(oracle), "execution": {"ran": False, "reason": oracle_reason},
+        "oracle": {"emitted": len(oracle), "execution": execution,
                    "static_problems": sum(len(r.static_problems) for r in oracle.values())},
     }
+    if oracle_loaded:  # row counts only: checksums are compared on PostgreSQL (plbench.normalize.load)
+        section["loaded"]["oracle"] = sum(1 for r in oracle_loaded.values() if r.load.verified)
+        section["oracle"]["failed"] = {n: r.load.error or f"row counts differ in {r.load.mismatches()}"
+                                       for n, r in sorted(oracle_loaded.items()) if not r.load.verified}
     if inputs.source == "spider1":
-        section["gold_equivalence"] = {"postgres": _equivalence(pg, "dev")}
-        section["gold_equivalence_train"] = {"postgres": _equivalence(pg, "train")}
+        targets = {"postgres": pg, **({"oracle": oracle_loaded} if oracle_loaded else {})}
+        section["gold_equivalence"] = {d: _equivalence(r, "dev") for d, r in targets.items()}
+        section["gold_equivalence_train"] = {d: _equivalence(r, "train") for d, r in targets.items()}
     return section, {f"{inputs.source}.{k}": v for k, v in failed.items() if k not in inputs.missing}
 
 
