@@ -15,6 +15,7 @@ import datetime as dt
 import decimal
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -129,10 +130,12 @@ OVERFLOW_COLUMN = "overflow_columns"
 
 
 def _json_value(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no NaN or Infinity: "nan", "inf"
     if isinstance(v, (dt.date, dt.time)):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
-        return float(v)
+        return float(v) if v.is_finite() else str(v)
     if isinstance(v, bytes):
         return v.hex()
     return v

@@ -389,7 +389,7 @@ def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: Da
     if not ora_sql or oracle is None:
         return rows, [("oracle", "oracle_transpile_failed", equivalence.oracle_error or "no Oracle report")]
     try:
-        ora_block = oracle_reference_block(ora_sql, kinds)
+        ora_block = oracle_reference_block(ora_sql, kinds, oracle.ddl)
     except (TaskBuildError, sqlglot.errors.ParseError) as exc:
         return rows, [("oracle", "oracle_static_check_failed", str(exc))]
     problems = check_block_structure(ora_block)
@@ -480,8 +480,8 @@ def _spider2_reference(task, dialect: str) -> str:
         return gold
     kinds = [type_class(t) for t in task.output_types]
     try:
-        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(gold,
-                                                                                                         kinds)
+        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(
+            gold, kinds)
     except (TaskBuildError, sqlglot.errors.SqlglotError):
         return gold
 

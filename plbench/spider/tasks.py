@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
 
 from plbench.engines.base import QueryResult
 from plbench.spider.gold import has_outer_order, run_sqlite
@@ -95,8 +96,30 @@ def alias_outputs(query: str, dialect: str) -> tuple[str, int]:
     return tree.sql(dialect=dialect), len(projections)
 
 
-def oracle_reference_block(query: str, kinds: list[str]) -> str:
-    aliased, n = alias_outputs(query, "oracle")
+def ddl_schema(ddl: str, dialect: str) -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of the CREATE TABLE statements in `ddl` (what sqlglot's optimizer reads)."""
+    schema = {}
+    for statement in sqlglot.parse(ddl, read=dialect):
+        if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
+            schema[statement.this.this.name] = {c.name: c.args["kind"].sql(dialect) for c in statement.this.expressions
+                                                if isinstance(c, exp.ColumnDef)}
+    return schema
+
+
+def expand_stars(query: str, ddl: str, dialect: str) -> str:
+    """`SELECT *` spelled out from the schema, so each output column can be named (see alias_outputs)."""
+    tree = sqlglot.parse_one(query, read=dialect)
+    if not any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+               for p in _outermost_select(tree).expressions):
+        return query
+    qualified = qualify(tree, schema=ddl_schema(ddl, dialect), dialect=dialect, expand_stars=True,
+                        validate_qualify_columns=False, identify=False)
+    return qualified.sql(dialect=dialect)
+
+
+def oracle_reference_block(query: str, kinds: list[str], ddl: str = "") -> str:
+    """A cursor loop over the query printing each row; `ddl` (the schema) spells out a `SELECT *`."""
+    aliased, n = alias_outputs(expand_stars(query, ddl, "oracle") if ddl else query, "oracle")
     if n != len(kinds):
         raise TaskBuildError("unsupported_gold_shape", f"{n} Oracle output columns, {len(kinds)} expected")
     line = line_expression("oracle", [f"r.C{i}" for i in range(1, n + 1)], kinds)
