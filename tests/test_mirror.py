@@ -77,3 +77,19 @@ def test_spider_plsql_releases_the_promised_number_of_validated_tasks(manifest):
     assert manifest["validation"]["spider_plsql"]["postgres"]["replay"]["failed"] == 1034 - 62 - \
         counts["released"]["postgres"]
     assert manifest["validation"]["spider_plsql"]["oracle"]["replay"]["ran"] is False
+
+
+def test_every_spider2_lite_description_loads_on_postgres(manifest):
+    lite = manifest["normalization"]["spider2_lite"]
+    assert lite["databases"] == 162 and lite["failed"] == {} and lite["loaded"] == {"postgres": 162}
+
+
+def test_spider2_records_reconcile_and_say_validation_did_not_run(manifest):
+    counts = manifest["subsets"]["spider2"]
+    assert counts["input"] == 547 and counts["rejected"]["no_gold_sql"] == 297
+    assert counts["released"]["postgres"] >= 240 and counts["reconciles"] == {"oracle": True, "postgres": True}
+    assert manifest["validation"]["spider2"]["postgres"]["replay"]["ran"] is False
+
+
+def test_every_release_table_passes_its_quality_suite(manifest):
+    assert all(suite["success"] for suite in manifest["quality"].values()), manifest["quality"]
