@@ -6,7 +6,8 @@ create an identity function per declared type (`plb_id_<n>(x T) RETURNS T`), the
 that prints `to_jsonb(plb_id_<n>(<literal>))` for every argument and expected value of every
 case. The printed JSON is decoded by the declared type back into a Python value and compared
 with the original under the documented normalization: Python equality (1 == 1.0), NaN equal
-to NaN, tuples and lists alike inside JSON-typed values.
+to NaN, tuples and lists alike inside JSON-typed values, and `{}` equal to `set()` where the
+signature made it a set.
 
 PostgreSQL only for now: the Oracle side needs a serialization of object and collection types
 that only a live server can confirm, and is recorded as not run.
@@ -68,6 +69,8 @@ def same(sent: Any, got: Any) -> bool:
         return float(got) == sent
     if isinstance(sent, (list, tuple)) and isinstance(got, (list, tuple)):
         return len(sent) == len(got) and all(same(a, b) for a, b in zip(sent, got))
+    if sent == {} and got == set():
+        return True  # `{}` typed as a set (tests write it for an empty set: pytypes.unify) reads back as set()
     if isinstance(sent, dict) and isinstance(got, dict):
         return sent.keys() == got.keys() and all(same(v, got[k]) for k, v in sent.items())
     return sent == got
