@@ -350,15 +350,48 @@ def build_spider_plsql(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, 
                 passed += 1
     out.validation = {"postgres": {"ran": True, "engine": engine.version(), "passed": passed,
                                    "failed": len(inputs.questions) - passed},
-                      "oracle": {"ran": False, "reason": _oracle_reason(config)}}
+                      "oracle": _validate_on_oracle(config, inputs, out)}
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _oracle_reason(config: BuildConfig) -> str:
-    if config.oracle_dsn:
-        return "running Spider reference blocks on Oracle is not implemented yet"
-    return "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+def _validate_on_oracle(config: BuildConfig, inputs: SpiderInputs, out: SpiderTasks) -> dict:
+    """With an Oracle server: load each database there and run every Oracle row's reference block; a row
+    that does not print its reference output is rejected for Oracle. Without one, the rows stay not_run."""
+    from plbench.pipeline import open_engine
+
+    engine = open_engine(config, "oracle")
+    if isinstance(engine, str):
+        return {"ran": False, "reason": engine}
+    try:
+        failed = set()
+        rows = [r for r in out.rows if r["dialect"] == "oracle"]
+        for name in sorted({r["database"] for r in rows}):
+            with engine.session() as session:
+                load = load_oracle(session, normalize(load_source(config, inputs, name), "oracle"))
+                for row in (r for r in rows if r["database"] == name):
+                    why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
+                    if why:
+                        failed.add(row["task_id"])
+                        out.rejections.append(Rejection(inputs.subset, row["source_id"], "spider_tasks",
+                                                        "oracle_reference_failed", why[:1000], dialect="oracle"))
+                    else:
+                        row.update(replay_status="passed", replay_engine=engine.version(), replay_detail=None)
+        out.rows = [r for r in out.rows if not (r["dialect"] == "oracle" and r["task_id"] in failed)]
+        return {"ran": True, "engine": engine.version(), "passed": len(rows) - len(failed), "failed": len(failed)}
+    finally:
+        engine.close()
+
+
+def _oracle_verdict(session, row: dict) -> str:
+    """Why the row's Oracle reference block does not print its reference output ('' when it does)."""
+    expected = json.loads(row["test_cases"])
+    printed = session.execute(row["reference_code"])
+    if not printed.ok:
+        return f"{printed.error.code}: {printed.error.message}" if printed.error else "timed out"
+    if outputs_match(ReferenceOutput(tuple(expected["expected_lines"]), expected["ordered"]), printed.lines):
+        return ""
+    return f"expected {expected['expected_lines'][:5]}, printed {printed.lines[:5]}"
 
 
 def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None,
