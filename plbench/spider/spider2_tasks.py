@@ -428,10 +428,12 @@ def question_task(raw_root: Path, q: dict, db: SourceDatabase, targets: _Targets
     return task
 
 
-def database_tasks(raw_root: Path, questions: list[dict], db: SourceDatabase, schema: str,
+def database_tasks(raw_root: Path, questions: list[dict], db: SourceDatabase, postgres: NormalizedDatabase,
                    conn: psycopg.Connection | None = None) -> list[Spider2Task]:
-    """The task records of the questions on one database, loaded into PostgreSQL schema `schema`."""
-    targets = _Targets({db.key + "|" + db.source_dialect: schema})
+    """The task records of the questions on one database, whose PostgreSQL normalization `postgres` is
+    loaded (its names and schema are reused, not computed again)."""
+    targets = _Targets({db.key + "|" + db.source_dialect: postgres.schema_name})
+    targets._normalized[(db.source_dialect, db.name, "postgres")] = postgres
     return [question_task(raw_root, q, db, targets, conn) for q in questions]
 
 

@@ -270,8 +270,8 @@ def _load_and_check_postgres(config: BuildConfig, inputs: SpiderInputs, name: st
         if inputs.source == "spider2_lite":
             from plbench.spider.spider2_tasks import database_tasks
 
-            report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source,
-                                                  db.schema_name, conn if report.load.loaded else None)
+            report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source, db,
+                                                  conn if report.load.loaded else None)
     if report.load.loaded and inputs.source == "spider1":
         with engine.session(reads=(db.schema_name,)) as session:
             report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)

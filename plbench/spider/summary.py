@@ -32,11 +32,11 @@ class NormalizationSummary:
     gold_rows: list[dict] = field(default_factory=list)  # gold_queries.parquet
     failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it did not load
     unverified: dict[str, list[str]] = field(default_factory=dict)  # loaded, but these tables differ
-    dev_total: int = 0
-    dev_identical: int = 0
-
     def dev_equivalence_rate(self) -> float | None:
-        return self.dev_identical / self.dev_total if self.dev_total else None
+        """Identical dev gold queries on PostgreSQL over all of them, from the manifest section."""
+        counts = [s["gold_equivalence"]["postgres"] for s in self.manifest.values() if "gold_equivalence" in s]
+        total = sum(c["total"] for c in counts)
+        return sum(c["identical"] for c in counts) / total if total else None
 
 
 def _file(report, name: str) -> tuple[str | None, str | None]:
@@ -123,7 +123,4 @@ def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]])
         summary.gold_rows += [{k: None if v == "" else v for k, v in dict(r.as_row(), source=inputs.source).items()}
                               for _, rep in sorted(reports[inputs.source]["postgres"].items())
                               for r in rep.equivalence]
-        if "gold_equivalence" in section:
-            summary.dev_total += section["gold_equivalence"]["postgres"]["total"]
-            summary.dev_identical += section["gold_equivalence"]["postgres"]["identical"]
     return summary
