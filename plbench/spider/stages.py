@@ -43,9 +43,6 @@ from plbench.spider.tasks import (
     reference_output,
 )
 
-# release subset -> the raw dataset its databases come from
-SPIDER_SUBSETS = {"spider_plsql": "spider1", "spider2": "spider2_lite"}
-
 
 @dataclass
 class SpiderInputs:
