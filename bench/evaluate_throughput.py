@@ -29,12 +29,23 @@ from plbench.pipeline import build_tasks, extract_test_cases, infer_signatures, 
 
 def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> list[Candidate]:
     ingested = [ingest(config, "mbpp")]
-    artifacts = [a for a in build_tasks(infer_signatures(extract_test_cases(ingested, config), ingested)).items
-                 if a.dialect == "postgres"]
+    artifacts = [
+        a
+        for a in build_tasks(infer_signatures(extract_test_cases(ingested, config), ingested)).items
+        if a.dialect == "postgres"
+    ]
     rows, candidates = [], []
     for art in (artifacts * (limit // len(artifacts) + 1))[:limit]:
-        rows.append({"task_id": art.task_id, "subset": art.task.subset, "dialect": "postgres",
-                     "setup_sql": art.setup_sql, "test_block": art.test_block, "test_cases": art.test_cases})
+        rows.append(
+            {
+                "task_id": art.task_id,
+                "subset": art.task.subset,
+                "dialect": "postgres",
+                "setup_sql": art.setup_sql,
+                "test_block": art.test_block,
+                "test_cases": art.test_cases,
+            }
+        )
         code = TaskEmitter(art.task, "postgres").replay_function([c.expected for c in art.task.cases])
         candidates.append(Candidate(art.task_id, "postgres", code))
     pq.write_table(pa.Table.from_pylist(rows), folder / "tasks.parquet")
@@ -52,8 +63,10 @@ def main() -> None:
         folder = Path(tmp)
         candidates = release_and_candidates(config, args.candidates, folder)
         tasks = {r["task_id"]: r for r in pq.read_table(folder / "tasks.parquet").to_pylist()}
-        statements = [[s for s in (tasks[c.task_id]["setup_sql"], c.code, tasks[c.task_id]["test_block"]) if s]
-                      for c in candidates]
+        statements = [
+            [s for s in (tasks[c.task_id]["setup_sql"], c.code, tasks[c.task_id]["test_block"]) if s]
+            for c in candidates
+        ]
 
         def run_evaluate() -> float:
             start = time.perf_counter()

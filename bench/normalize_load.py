@@ -51,8 +51,11 @@ def run_baseline(databases: list, engine: PostgresEngine) -> float:
         for db in databases:
             schema = sql.Identifier(f"bench_{db.schema_name}")
             with conn.transaction():
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {s} CASCADE; CREATE SCHEMA {s}; "
-                                     "SET LOCAL search_path = {s}").format(s=schema))
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {s} CASCADE; CREATE SCHEMA {s}; SET LOCAL search_path = {s}").format(
+                        s=schema
+                    )
+                )
                 for statement in db.create_statements:
                     conn.execute(statement)
                 with conn.cursor() as cur:
@@ -69,8 +72,10 @@ def main() -> None:
     config = BuildConfig.from_env()
     inputs = ingest_spider1(config)
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
-    prepared = [normalize(read_sqlite(path, "spider1", name, path.name), "postgres")
-                for name, path in sorted(inputs.databases.items())]
+    prepared = [
+        normalize(read_sqlite(path, "spider1", name, path.name), "postgres")
+        for name, path in sorted(inputs.databases.items())
+    ]
     print(f"{len(inputs.databases)} databases, {engine.version()}")
     pipeline_s, baseline_s = [], []
     with tempfile.TemporaryDirectory() as out:

@@ -21,8 +21,11 @@ from plbench.config import BuildConfig
 
 def step_seconds(result) -> dict[str, float]:
     """Seconds per step, as Dagster measured them (step success events)."""
-    return {e.step_key: e.event_specific_data.duration_ms / 1000 for e in result.all_events
-            if e.event_type_value == "STEP_SUCCESS"}
+    return {
+        e.step_key: e.event_specific_data.duration_ms / 1000
+        for e in result.all_events
+        if e.event_type_value == "STEP_SUCCESS"
+    }
 
 
 def timed(label: str, config: BuildConfig, selection, instance) -> None:

@@ -29,8 +29,9 @@ def task_statements(config: BuildConfig, limit: int) -> list[list[str]]:
     statements = []
     for task in [a.task for a in build_tasks(typed).items if a.dialect == "postgres"][:limit]:
         em = TaskEmitter(task, "postgres")
-        statements.append(em.setup_statements() + [em.replay_function([c.expected for c in task.cases])]
-                          + em.test_block_statements())
+        statements.append(
+            em.setup_statements() + [em.replay_function([c.expected for c in task.cases])] + em.test_block_statements()
+        )
     return statements
 
 

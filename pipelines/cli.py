@@ -28,9 +28,11 @@ STAGES = {
     "crosscheck": [["crosscheck_candidates"], ["crosscheck"]],
 }
 # What a stage rerun reads from storage: a build must have stored it first.
-STAGE_NEEDS = {"normalize": ["spider1_raw", "spider2_lite_raw"],
-               "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
-               "crosscheck": ["release_tables"]}
+STAGE_NEEDS = {
+    "normalize": ["spider1_raw", "spider2_lite_raw"],
+    "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
+    "crosscheck": ["release_tables"],
+}
 
 
 def dagster_home() -> Path:
@@ -56,16 +58,18 @@ def _subsets(text: str | None) -> tuple[str, ...] | None:
 
 
 def _config(args: argparse.Namespace) -> BuildConfig:
-    return BuildConfig.from_env(subsets=_subsets(args.subsets), version=args.version,
-                                out_dir=Path(args.out).resolve() if getattr(args, "out", None) else None)
+    return BuildConfig.from_env(
+        subsets=_subsets(args.subsets),
+        version=args.version,
+        out_dir=Path(args.out).resolve() if getattr(args, "out", None) else None,
+    )
 
 
 RAW_ASSETS = ["mbpp_raw", "mbpp_plus_raw", "spider1_raw", "spider2_lite_raw"]
 PARTITIONED = [["normalized_databases", d] for d in DIALECT_NAMES]
 
 
-def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None,
-            partition: str | None = None):
+def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None, partition: str | None = None):
     """Run the rebuild job (or a selection of its assets) in-process; returns Dagster's result.
 
     A full build runs twice: the raw assets first (they register one `database` partition per
@@ -91,8 +95,12 @@ def execute(config: BuildConfig, selection: list[list[str]] | None = None, insta
     keys = instance.get_dynamic_partitions("database")
     if not keys:  # no Spider subset selected: nothing to normalize
         return _run(config, [k for k in selection if k not in PARTITIONED], instance)
-    return _run(config, selection, instance, tags={"dagster/asset_partition_range_start": keys[0],
-                                                  "dagster/asset_partition_range_end": keys[-1]})
+    return _run(
+        config,
+        selection,
+        instance,
+        tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+    )
 
 
 def _all_asset_keys(config: BuildConfig):
@@ -108,8 +116,12 @@ def _run(config: BuildConfig, selection: list[list[str]], instance, tags: dict |
 
     job = build_definitions(config).resolve_job_def(REBUILD_JOB)
     return job.execute_in_process(
-        instance=instance, asset_selection=[dg.AssetKey(k) for k in selection], raise_on_error=False,
-        tags=tags or {}, run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}})
+        instance=instance,
+        asset_selection=[dg.AssetKey(k) for k in selection],
+        raise_on_error=False,
+        tags=tags or {},
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+    )
 
 
 def failure_messages(result) -> list[tuple[str, str]]:
@@ -132,8 +144,11 @@ def report(result) -> int:
         for check in result.get_asset_check_evaluations():
             if not check.passed:
                 details = json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)
-                print(f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
-                      f"{details}", file=sys.stderr)
+                print(
+                    f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
+                    f"{details}",
+                    file=sys.stderr,
+                )
         return 1
     for event in result.get_asset_materialization_events():
         meta = event.materialization.metadata
@@ -141,8 +156,10 @@ def report(result) -> int:
             print(f"release written to {meta['release_path'].value}")
             print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
         elif event.asset_key.path[0] == "replay_validation":
-            print(f"{event.asset_key.to_user_string()}: "
-                  f"{json.dumps({k: v.value for k, v in meta.items() if k != 'path'}, default=str)}")
+            print(
+                f"{event.asset_key.to_user_string()}: "
+                f"{json.dumps({k: v.value for k, v in meta.items() if k != 'path'}, default=str)}"
+            )
     return 0
 
 
@@ -160,8 +177,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     needs = STAGE_NEEDS.get(args.stage, ["mbpp_raw", "mbpp_tasks"])
     missing = [name for name in needs if not (config.storage_dir / name).exists()]
     if missing:
-        print(f"plbench: no stored results of {', '.join(missing)} in {config.storage_dir}: "
-              "run `plbench build` once before rerunning a stage", file=sys.stderr)
+        print(
+            f"plbench: no stored results of {', '.join(missing)} in {config.storage_dir}: "
+            "run `plbench build` once before rerunning a stage",
+            file=sys.stderr,
+        )
         return 2
     if args.database:
         if args.stage != "normalize":
@@ -194,8 +214,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("evaluations") / f"{release.name}-{solutions.stem}"
     write_results(out, rows, markdown(summary, release.name, solutions.name))
     for key, s in summary.items():
-        print(f"{key}: Mean Test Pass@1 {s['mean_test_pass@1']}, Suite Pass@1 {s['suite_pass@1']} "
-              f"over {s['tasks']} tasks ({s['reference_errors']} reference errors excluded)")
+        print(
+            f"{key}: Mean Test Pass@1 {s['mean_test_pass@1']}, Suite Pass@1 {s['suite_pass@1']} "
+            f"over {s['tasks']} tasks ({s['reference_errors']} reference errors excluded)"
+        )
     print(f"per-case results and summary in {out}")
     return 0
 
@@ -241,11 +263,13 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     summary = xc.summarize(rows)
     xc.write_results(out, rows, summary, source)
     for key, s in summary.items():
-        print(f"{key}: output-level agreement {s['output_level']['rate']} ({s['output_level']['agree']}/"
-              f"{s['output_level']['of']} cases; conclusive only {s['output_level_conclusive']['rate']}), "
-              f"pass/fail-level agreement {s['pass_fail_level']['rate']} ({s['pass_fail_level']['agree']}/"
-              f"{s['pass_fail_level']['of']} candidates; conclusive only {s['pass_fail_level_conclusive']['rate']}); "
-              f"inconclusive cases by cause: {s['inconclusive_cases_by_cause'] or 'none'}")
+        print(
+            f"{key}: output-level agreement {s['output_level']['rate']} ({s['output_level']['agree']}/"
+            f"{s['output_level']['of']} cases; conclusive only {s['output_level_conclusive']['rate']}), "
+            f"pass/fail-level agreement {s['pass_fail_level']['rate']} ({s['pass_fail_level']['agree']}/"
+            f"{s['pass_fail_level']['of']} candidates; conclusive only {s['pass_fail_level_conclusive']['rate']}); "
+            f"inconclusive cases by cause: {s['inconclusive_cases_by_cause'] or 'none'}"
+        )
     print(f"per-case comparisons and summary in {out}")
     return 0
 
@@ -257,11 +281,16 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plbench", description=__doc__.split("\n\n")[0], epilog=(
-        "Environment: PLBENCH_RAW_DIR (local mirror of the raw sources; unset: download and verify), "
-        "PLBENCH_PG_DSN (PostgreSQL to use; unset: a private server under .cache/pgserver), "
-        "PLBENCH_ORACLE_DSN (user/password@host:port/service; unset: Oracle validation is recorded as not_run), "
-        "DAGSTER_HOME (default: .dagster/)."))
+    p = argparse.ArgumentParser(
+        prog="plbench",
+        description=__doc__.split("\n\n")[0],
+        epilog=(
+            "Environment: PLBENCH_RAW_DIR (local mirror of the raw sources; unset: download and verify), "
+            "PLBENCH_PG_DSN (PostgreSQL to use; unset: a private server under .cache/pgserver), "
+            "PLBENCH_ORACLE_DSN (user/password@host:port/service; unset: Oracle validation is recorded as not_run), "
+            "DAGSTER_HOME (default: .dagster/)."
+        ),
+    )
     sub = p.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="rebuild a release from raw sources (every stage)")
     build.add_argument("--subsets", help=f"comma-separated subsets to build (default: {','.join(SUBSETS)})")
@@ -272,28 +301,37 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--stage", required=True, choices=sorted(STAGES))
     validate.add_argument("--dialect", choices=DIALECT_NAMES, help="only this dialect (stages that have one)")
     validate.add_argument("--subsets", help="comma-separated subsets (as for build)")
-    validate.add_argument("--database", help="with --stage normalize: rebuild this one database partition only "
-                                             "(e.g. spider1.concert_singer); rerun --stage normalize and "
-                                             "spider_tasks without it to refresh what depends on it")
+    validate.add_argument(
+        "--database",
+        help="with --stage normalize: rebuild this one database partition only "
+        "(e.g. spider1.concert_singer); rerun --stage normalize and "
+        "spider_tasks without it to refresh what depends on it",
+    )
     validate.add_argument("--version", help="also write a release with this new version from the rerun results")
     validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
     validate.set_defaults(func=cmd_validate)
     evaluate = sub.add_parser("evaluate", help="score a JSONL of {task_id, dialect, code} candidates on a release")
     evaluate.add_argument("--release", required=True, help="a release folder (releases/<version>)")
     evaluate.add_argument("--solutions", required=True, help="JSONL file of {task_id, dialect, code}")
-    evaluate.add_argument("--out", help="folder for cases.parquet and summary.md "
-                                        "(default: evaluations/<release>-<solutions>)")
+    evaluate.add_argument(
+        "--out", help="folder for cases.parquet and summary.md (default: evaluations/<release>-<solutions>)"
+    )
     evaluate.set_defaults(func=cmd_evaluate)
     xcheck = sub.add_parser("crosscheck", help="compare candidates' verdicts with the Python reference's")
     xcheck.add_argument("--release", required=True, help="a release folder (releases/<version>)")
     source = xcheck.add_mutually_exclusive_group(required=True)
     source.add_argument("--solutions", help="JSONL file of {task_id, dialect, code}")
     source.add_argument("--llm", action="store_true", help="generate candidates with PLBENCH_LLM_BASE_URL/_MODEL")
-    xcheck.add_argument("--hint-level", default="none", choices=["none", "reference", "reference_tests"],
-                        help="with --llm: the prompt alone, + the Python reference, + its tests")
+    xcheck.add_argument(
+        "--hint-level",
+        default="none",
+        choices=["none", "reference", "reference_tests"],
+        help="with --llm: the prompt alone, + the Python reference, + its tests",
+    )
     xcheck.add_argument("--limit", type=int, help="with --llm: only the first N tasks")
-    xcheck.add_argument("--out", help="folder for comparisons.parquet and summary.json "
-                                      "(default: crosschecks/<release>-<source>)")
+    xcheck.add_argument(
+        "--out", help="folder for comparisons.parquet and summary.json (default: crosschecks/<release>-<source>)"
+    )
     xcheck.set_defaults(func=cmd_crosscheck)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
     dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed on to `dagster dev`")

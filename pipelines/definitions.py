@@ -9,17 +9,42 @@ REBUILD_JOB = "rebuild_release"
 
 
 def build_definitions(config: BuildConfig) -> dg.Definitions:
-    assets = [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks,
-              mbpp.plsql_types, *replay.replay_assets.values(), *replay.roundtrip_assets.values(),
-              spider.spider1_raw, spider.spider2_lite_raw, *spider.normalized_assets.values(),
-              spider.normalization_report, spider.spider_plsql_tasks, spider.spider2_tasks, release.release_tables,
-              crosscheck.crosscheck_candidates, crosscheck.crosscheck, release.release]
+    assets = [
+        mbpp.mbpp_raw,
+        mbpp.mbpp_plus_raw,
+        mbpp.mbpp_test_cases,
+        mbpp.mbpp_signatures,
+        mbpp.mbpp_tasks,
+        mbpp.plsql_types,
+        *replay.replay_assets.values(),
+        *replay.roundtrip_assets.values(),
+        spider.spider1_raw,
+        spider.spider2_lite_raw,
+        *spider.normalized_assets.values(),
+        spider.normalization_report,
+        spider.spider_plsql_tasks,
+        spider.spider2_tasks,
+        release.release_tables,
+        crosscheck.crosscheck_candidates,
+        crosscheck.crosscheck,
+        release.release,
+    ]
     return dg.Definitions(
         assets=assets,
-        asset_checks=[mbpp.mbpp_tasks_reconcile, *replay.replay_checks, spider.databases_loaded,
-                      spider.gold_equivalence_floor, release.quality_suites],
-        jobs=[dg.define_asset_job(REBUILD_JOB, selection=dg.AssetSelection.all(),
-                                  description="Rebuild the release from raw sources, every stage.")],
+        asset_checks=[
+            mbpp.mbpp_tasks_reconcile,
+            *replay.replay_checks,
+            spider.databases_loaded,
+            spider.gold_equivalence_floor,
+            release.quality_suites,
+        ],
+        jobs=[
+            dg.define_asset_job(
+                REBUILD_JOB,
+                selection=dg.AssetSelection.all(),
+                description="Rebuild the release from raw sources, every stage.",
+            )
+        ],
         resources={
             "build": config,
             "io_manager": dg.FilesystemIOManager(base_dir=str(config.storage_dir)),

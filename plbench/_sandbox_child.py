@@ -323,9 +323,18 @@ def main() -> None:
             limits, started = payload["limits"], time.monotonic()
             for index, encoded_args in enumerate(payload["cases"]):
                 if limits["task_seconds"] is not None and time.monotonic() - started > limits["task_seconds"]:
-                    protocol.send(_line({"kind": "case", "index": index, "status": "timeout", "value": None,
-                                         "mutated": False,
-                                         "detail": f"not run: the task's {limits['task_seconds']}s budget was spent"}))
+                    protocol.send(
+                        _line(
+                            {
+                                "kind": "case",
+                                "index": index,
+                                "status": "timeout",
+                                "value": None,
+                                "mutated": False,
+                                "detail": f"not run: the task's {limits['task_seconds']}s budget was spent",
+                            }
+                        )
+                    )
                     continue
                 protocol.send(_case_line(values, fn, alarm, index, encoded_args, limits["max_output_bytes"]))
         protocol.send(_line({"kind": "done"}))

@@ -38,8 +38,9 @@ class BuildConfig:
     # MBPP+ runs ~100 generated inputs per task in one child. A few references take seconds per
     # input; past an 8 s budget their remaining inputs are dropped (reference_timeout) so one
     # task cannot hold the build.
-    sandbox: SandboxLimits = field(default_factory=lambda: SandboxLimits(
-        cpu_seconds=60, wall_seconds=120.0, case_seconds=5.0, task_seconds=8.0))
+    sandbox: SandboxLimits = field(
+        default_factory=lambda: SandboxLimits(cpu_seconds=60, wall_seconds=120.0, case_seconds=5.0, task_seconds=8.0)
+    )
     catalog: dict | None = None  # source catalog override (tests); None: plbench.raw_sources.CATALOG
     # The crosscheck stage's candidates: a JSONL of {task_id, dialect, code}, else a model
     # (PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL) prompted at this hint level, else not run.
@@ -54,7 +55,8 @@ class BuildConfig:
             "pg_dsn": env.get("PLBENCH_PG_DSN") or None,
             "oracle_dsn": env.get("PLBENCH_ORACLE_DSN") or None,
             "crosscheck_solutions": Path(env["PLBENCH_CROSSCHECK_SOLUTIONS"]).resolve()
-            if env.get("PLBENCH_CROSSCHECK_SOLUTIONS") else None,
+            if env.get("PLBENCH_CROSSCHECK_SOLUTIONS")
+            else None,
             "llm_hint": env.get("PLBENCH_LLM_HINT") or "none",
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -78,5 +80,9 @@ class BuildConfig:
 
     def fingerprint(self) -> dict:
         """The settings that change the content of a release (part of the build id)."""
-        return {"subsets": sorted(self.subsets), "min_retention": self.min_retention,
-                "min_gold_equivalence": self.min_gold_equivalence, "spider_row_cap": self.spider_row_cap}
+        return {
+            "subsets": sorted(self.subsets),
+            "min_retention": self.min_retention,
+            "min_gold_equivalence": self.min_gold_equivalence,
+            "spider_row_cap": self.spider_row_cap,
+        }

@@ -25,10 +25,17 @@ from plbench.engines.base import Engine
 from plbench.mbpp.artifacts import parse_verdicts
 from plbench.validation.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
 
-CASE_SCHEMA = pa.schema([
-    ("task_id", pa.string()), ("subset", pa.string()), ("dialect", pa.string()), ("case", pa.int32()),
-    ("verdict", pa.string()), ("category", pa.string()), ("detail", pa.string()),
-])
+CASE_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("subset", pa.string()),
+        ("dialect", pa.string()),
+        ("case", pa.int32()),
+        ("verdict", pa.string()),
+        ("category", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -67,8 +74,10 @@ def evaluate_candidate(engine: Engine, task: dict, code: str) -> list[dict]:
     base = {"task_id": task["task_id"], "subset": task["subset"], "dialect": task["dialect"]}
 
     def every_case(verdict: str, category: str, detail: str) -> list[dict]:
-        return [{**base, "case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
-                for n in range(1, total + 1)]
+        return [
+            {**base, "case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
+            for n in range(1, total + 1)
+        ]
 
     with engine.session() as session:
         for statement in split_script(task["setup_sql"], task["dialect"]):
@@ -88,8 +97,11 @@ def evaluate_candidate(engine: Engine, task: dict, code: str) -> list[dict]:
         if task.get("replay_status") == "passed" and bad.error is not None:
             # The block passed replay on this engine, so what broke it is the candidate's code
             # (it dropped or replaced the harness's types, say): never excluded as a reference error.
-            return every_case("NOT_RUN", category_of(bad.error.code),
-                              f"test block failed after the candidate: {bad.error.code}: {bad.error.message}")
+            return every_case(
+                "NOT_RUN",
+                category_of(bad.error.code),
+                f"test block failed after the candidate: {bad.error.code}: {bad.error.message}",
+            )
         return every_case("NOT_RUN", REFERENCE_ERROR, f"test block failed: {bad.error}")
     verdicts = parse_verdicts(run.lines, total).verdicts
     rows = []
@@ -123,7 +135,8 @@ def summarize(rows: list[dict]) -> dict:
             if failed:
                 categories[max(set(failed), key=failed.count)] += 1
         summary[f"{key[0]}/{key[1]}"] = {
-            "tasks": len(tasks), "reference_errors": excluded.get(key, 0),
+            "tasks": len(tasks),
+            "reference_errors": excluded.get(key, 0),
             "mean_test_pass@1": round(sum(shares) / len(shares), 4) if shares else None,
             "suite_pass@1": round(sum(s == 1.0 for s in shares) / len(shares), 4) if shares else None,
             "failed_tasks_by_category": dict(sorted(categories.items())),
@@ -132,12 +145,16 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def markdown(summary: dict, release: str, solutions: str) -> str:
-    lines = [f"# Evaluation of `{solutions}` on release `{release}`", "",
-             "| subset/dialect | tasks | Mean Test Pass@1 | Suite Pass@1 | reference errors (excluded) |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Evaluation of `{solutions}` on release `{release}`",
+        "",
+        "| subset/dialect | tasks | Mean Test Pass@1 | Suite Pass@1 | reference errors (excluded) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for key, s in summary.items():
-        lines.append(f"| {key} | {s['tasks']} | {s['mean_test_pass@1']} | {s['suite_pass@1']} | "
-                     f"{s['reference_errors']} |")
+        lines.append(
+            f"| {key} | {s['tasks']} | {s['mean_test_pass@1']} | {s['suite_pass@1']} | {s['reference_errors']} |"
+        )
     lines += ["", "Failed tasks by their most frequent failure category:", ""]
     lines += [f"- {key}: {s['failed_tasks_by_category'] or 'none'}" for key, s in summary.items()]
     return "\n".join(lines) + "\n"
@@ -148,8 +165,12 @@ def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
     return {(r["task_id"], r["dialect"]): r for r in pq.read_table(release_dir / "tasks.parquet").to_pylist()}
 
 
-def run_candidates(tasks: dict[tuple[str, str], dict], candidates: list[Candidate], engines: dict[str, Engine],
-                   release: str = "the release") -> Iterator[tuple[int, Candidate, dict, list[dict]]]:
+def run_candidates(
+    tasks: dict[tuple[str, str], dict],
+    candidates: list[Candidate],
+    engines: dict[str, Engine],
+    release: str = "the release",
+) -> Iterator[tuple[int, Candidate, dict, list[dict]]]:
     """(index, candidate, task row, case rows) of every candidate whose dialect has an engine.
 
     The one execution path of candidates: `evaluate` scores what it yields and the implementation

@@ -118,6 +118,10 @@ class LLMClient:
         if self._client is None:
             import openai
 
-            self._client = openai.OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key,
-                                         timeout=self.settings.timeout_s, max_retries=2)
+            self._client = openai.OpenAI(
+                base_url=self.settings.base_url,
+                api_key=self.settings.api_key,
+                timeout=self.settings.timeout_s,
+                max_retries=2,
+            )
         return self._client

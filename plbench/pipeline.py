@@ -109,8 +109,9 @@ def infer_signatures(extracted: StageOutput, ingested: list[Ingested]) -> StageO
             out.items.append(typed)
             out.rejections.extend(dropped)
         except TypingError as exc:
-            out.rejections.append(Rejection(task.subset, task.source_id, "signature_inference",
-                                            exc.reason_code, exc.detail))
+            out.rejections.append(
+                Rejection(task.subset, task.source_id, "signature_inference", exc.reason_code, exc.detail)
+            )
     out.seconds = time.perf_counter() - start
     return out
 
@@ -138,8 +139,16 @@ def emit_artifacts(task: TypedTask, dialect: str) -> TaskArtifacts:
     em = TaskEmitter(task, dialect)
     test_block = em.script(em.test_block_statements())
     return TaskArtifacts(
-        task, dialect, em.prompt(), em.signature_json(), em.script(em.setup_statements()) if em.env.types else "",
-        em.scaffold(), test_block, em.test_cases_json(), tuple(em.env.types.items()))
+        task,
+        dialect,
+        em.prompt(),
+        em.signature_json(),
+        em.script(em.setup_statements()) if em.env.types else "",
+        em.scaffold(),
+        test_block,
+        em.test_cases_json(),
+        tuple(em.env.types.items()),
+    )
 
 
 def representable_cases(task: TypedTask, dialect: str) -> tuple[TypedTask, list[Rejection]]:
@@ -152,8 +161,17 @@ def representable_cases(task: TypedTask, dialect: str) -> tuple[TypedTask, list[
             em.dialect.literal(case.expected, task.signature.returns, em.env)
             kept.append(case)
         except UnrepresentableValue as exc:
-            dropped.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
-                                     f"{case.origin}: {exc.detail}", dialect=dialect, level="case"))
+            dropped.append(
+                Rejection(
+                    task.subset,
+                    task.source_id,
+                    "task_emission",
+                    exc.reason_code,
+                    f"{case.origin}: {exc.detail}",
+                    dialect=dialect,
+                    level="case",
+                )
+            )
     if not kept:
         raise UnrepresentableValue(dropped[0].reason_code, dropped[0].detail)
     if not dropped:
@@ -180,13 +198,24 @@ def build_tasks(typed: StageOutput) -> StageOutput:
             try:
                 artifacts, dropped = _emit_representable(task, dialect)
             except UnrepresentableValue as exc:
-                out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", exc.reason_code,
-                                                exc.detail, dialect=dialect))
+                out.rejections.append(
+                    Rejection(
+                        task.subset, task.source_id, "task_emission", exc.reason_code, exc.detail, dialect=dialect
+                    )
+                )
                 continue
             problems = static_problems(artifacts)
             if problems:
-                out.rejections.append(Rejection(task.subset, task.source_id, "task_emission", "static_check_failed",
-                                                "; ".join(problems)[:1000], dialect=dialect))
+                out.rejections.append(
+                    Rejection(
+                        task.subset,
+                        task.source_id,
+                        "task_emission",
+                        "static_check_failed",
+                        "; ".join(problems)[:1000],
+                        dialect=dialect,
+                    )
+                )
                 continue
             out.items.append(artifacts)
             out.rejections.extend(dropped)
@@ -208,8 +237,7 @@ def collect_types(artifacts: list[TaskArtifacts]) -> list[dict]:
     usage: dict[tuple[str, str], dict] = {}
     for art in artifacts:
         for name, ddl in art.types:
-            row = usage.setdefault((art.dialect, name), {"dialect": art.dialect, "name": name, "ddl": ddl,
-                                                         "tasks": 0})
+            row = usage.setdefault((art.dialect, name), {"dialect": art.dialect, "name": name, "ddl": ddl, "tasks": 0})
             if row["ddl"] != ddl:
                 raise AssertionError(f"type {name} has two definitions in {art.dialect}")
             row["tasks"] += 1
@@ -251,14 +279,18 @@ def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
     if dialect == "postgres":
         from plbench.engines.postgres import PostgresEngine
 
-        return PostgresEngine.start(config.pg_dsn, data_dir=config.pg_data_dir,
-                                    statement_timeout_s=config.statement_timeout_s)
+        return PostgresEngine.start(
+            config.pg_dsn, data_dir=config.pg_data_dir, statement_timeout_s=config.statement_timeout_s
+        )
     if not config.oracle_dsn:
         return "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
     from plbench.engines.oracle import OracleEngine
 
-    return OracleEngine.connect(config.oracle_dsn, connect_timeout_s=config.oracle_connect_timeout_s,
-                                statement_timeout_s=config.statement_timeout_s)
+    return OracleEngine.connect(
+        config.oracle_dsn,
+        connect_timeout_s=config.oracle_connect_timeout_s,
+        statement_timeout_s=config.statement_timeout_s,
+    )
 
 
 def run_on_engine(config: BuildConfig, tasks: StageOutput, dialect: str, check) -> tuple[str, list] | str:
@@ -302,8 +334,12 @@ class RoundTripReport:
         if not self.ran:
             return {"ran": False, "reason": self.reason}
         mine = _restricted(self.results, task_ids)
-        return {"ran": True, "values": sum(r.values for r in mine), "equal": sum(r.equal for r in mine),
-                "tasks_with_mismatches": sorted(r.task_id for r in mine if r.equal != r.values)}
+        return {
+            "ran": True,
+            "values": sum(r.values for r in mine),
+            "equal": sum(r.equal for r in mine),
+            "tasks_with_mismatches": sorted(r.task_id for r in mine if r.equal != r.values),
+        }
 
 
 def roundtrip_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> RoundTripReport:

@@ -35,17 +35,25 @@ if TYPE_CHECKING:
     from plbench.release import PreparedRelease
 
 SUITES_DIR = Path(__file__).resolve().parent / "quality_suites"
-SUITE_OF_TABLE = {"tasks.parquet": "tasks", "rejections.parquet": "rejections", "types.parquet": "types",
-                  "databases.parquet": "databases", "gold_queries.parquet": "gold_queries"}
+SUITE_OF_TABLE = {
+    "tasks.parquet": "tasks",
+    "rejections.parquet": "rejections",
+    "types.parquet": "types",
+    "databases.parquet": "databases",
+    "gold_queries.parquet": "gold_queries",
+}
 MAX_FAILURES = 20  # failure descriptions kept per suite: enough to act on, short enough for a manifest
 
 
 # ---- manifest-derived expected values: [(label, rows it counts as a `where`, or None for all, value)] --
 
+
 def _released(manifest: dict) -> list[tuple[str, dict | None, int]]:
-    groups = [(f"{s}/{d}", {"subset": s, "dialect": d}, n)
-              for s, counts in sorted(manifest.get("subsets", {}).items())
-              for d, n in sorted(counts["released"].items())]
+    groups = [
+        (f"{s}/{d}", {"subset": s, "dialect": d}, n)
+        for s, counts in sorted(manifest.get("subsets", {}).items())
+        for d, n in sorted(counts["released"].items())
+    ]
     return groups + [("all rows", None, sum(n for *_, n in groups))]
 
 
@@ -54,8 +62,10 @@ def _rejections(manifest: dict) -> list[tuple[str, dict | None, int]]:
     for s, c in sorted(manifest.get("subsets", {}).items()):
         task = sum(c["rejected"].values()) + sum(sum(v.values()) for v in c["rejected_by_dialect"].values())
         case = sum(c["cases_dropped"].values()) + sum(sum(v.values()) for v in c["cases_dropped_by_dialect"].values())
-        groups += [(f"{s}/task", {"subset": s, "level": "task"}, task),
-                   (f"{s}/case", {"subset": s, "level": "case"}, case)]
+        groups += [
+            (f"{s}/task", {"subset": s, "level": "task"}, task),
+            (f"{s}/case", {"subset": s, "level": "case"}, case),
+        ]
     return groups + [("all rows", None, sum(n for *_, n in groups))]
 
 
@@ -69,20 +79,27 @@ def _normalization(manifest: dict) -> dict:
 
 
 def _emitted(manifest: dict) -> list[tuple[str, dict | None, int]]:
-    groups = [(f"{src}/{d}", {"source": src, "dialect": d}, s["oracle"]["emitted"])
-              for src, s in sorted(_normalization(manifest).items()) for d in ("oracle", "postgres")]
+    groups = [
+        (f"{src}/{d}", {"source": src, "dialect": d}, s["oracle"]["emitted"])
+        for src, s in sorted(_normalization(manifest).items())
+        for d in ("oracle", "postgres")
+    ]
     return groups + [("all rows", None, sum(n for *_, n in groups))]
 
 
 def _verified(manifest: dict) -> list[tuple[str, dict | None, int]]:
-    return [(src, {"source": src, "dialect": "postgres", "verified": True},
-             s["loaded"].get("postgres", 0)) for src, s in sorted(_normalization(manifest).items())]
+    return [
+        (src, {"source": src, "dialect": "postgres", "verified": True}, s["loaded"].get("postgres", 0))
+        for src, s in sorted(_normalization(manifest).items())
+    ]
 
 
 def _pg_total(key: str) -> Callable[[dict], list[tuple[str, dict | None, int]]]:
     def totals(manifest: dict) -> list[tuple[str, dict | None, int]]:
-        return [(src, {"source": src, "dialect": "postgres"}, s[key])
-                for src, s in sorted(_normalization(manifest).items())]
+        return [
+            (src, {"source": src, "dialect": "postgres"}, s[key]) for src, s in sorted(_normalization(manifest).items())
+        ]
+
     return totals
 
 
@@ -92,9 +109,14 @@ def _gold_queries(manifest: dict) -> list[tuple[str, dict | None, int]]:
         for key, split in (("gold_equivalence", "dev"), ("gold_equivalence_train", "train")):
             counts = section.get(key, {}).get("postgres")
             if counts is not None:
-                groups += [(f"{src}/{split}", {"source": src, "split": split}, counts["total"]),
-                           (f"{src}/{split}/identical", {"source": src, "split": split, "class": "identical"},
-                            counts["identical"])]
+                groups += [
+                    (f"{src}/{split}", {"source": src, "split": split}, counts["total"]),
+                    (
+                        f"{src}/{split}/identical",
+                        {"source": src, "split": split, "class": "identical"},
+                        counts["identical"],
+                    ),
+                ]
     return groups
 
 
@@ -112,6 +134,7 @@ MANIFEST_VALUES: dict[str, Callable[[dict], list[tuple[str, dict | None, int]]]]
 
 # ---- suite files -> expectation configurations --------------------------------------------------
 
+
 def load_suite(name: str) -> dict:
     return json.loads((SUITES_DIR / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -127,8 +150,10 @@ def expand_suite(suite: dict, manifest: dict) -> list[tuple[str, dict, dict | No
             configs += [(entry["expectation"], v, where) for v in variants]
             continue
         for v in variants:
-            configs += [(entry["expectation"], _with_value(entry["expectation"], v, value), group)
-                        for _, group, value in MANIFEST_VALUES[entry["manifest_value"]](manifest)]
+            configs += [
+                (entry["expectation"], _with_value(entry["expectation"], v, value), group)
+                for _, group, value in MANIFEST_VALUES[entry["manifest_value"]](manifest)
+            ]
     return configs
 
 
@@ -151,6 +176,7 @@ def row_condition(where: dict):
 
 # ---- running ------------------------------------------------------------------------------------
 
+
 @cache
 def _batch_definition():
     """One ephemeral GX context for the process: building it and importing GX costs seconds."""
@@ -161,8 +187,11 @@ def _batch_definition():
         ProgressBarsConfig,
     )
 
-    config = DataContextConfig(analytics_enabled=False, progress_bars=ProgressBarsConfig(globally=False),
-                               store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False))
+    config = DataContextConfig(
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False),
+        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+    )
     context = gx.get_context(mode="ephemeral", project_config=config)
     asset = context.data_sources.add_pandas("plbench_release").add_dataframe_asset("table")
     return asset.add_batch_definition_whole_dataframe("whole")
@@ -185,13 +214,21 @@ def run_suite(suite: dict, rows: list[dict], schema: pa.Schema, manifest: dict) 
         frame = pa.Table.from_pylist(rows, schema=schema).to_pandas()
         expectations = [_expectation(kind, kwargs, where) for kind, kwargs, where in configs]
     except Exception as exc:  # rows off the schema, or a suite entry GX rejects: the gate cannot pass
-        return {"success": False, "expectations": len(configs), "failed": len(configs),
-                "failures": [f"suite not run: {type(exc).__name__}: {str(exc)[:300]}"]}
+        return {
+            "success": False,
+            "expectations": len(configs),
+            "failed": len(configs),
+            "failures": [f"suite not run: {type(exc).__name__}: {str(exc)[:300]}"],
+        }
     gx_suite = gx.ExpectationSuite(name=suite["suite"], expectations=expectations)
     result = _batch_definition().get_batch(batch_parameters={"dataframe": frame}).validate(gx_suite)
     failures = [describe_failure(r) for r in result.results if not r.success]
-    return {"success": not failures, "expectations": len(result.results), "failed": len(failures),
-            "failures": failures[:MAX_FAILURES]}
+    return {
+        "success": not failures,
+        "expectations": len(result.results),
+        "failed": len(failures),
+        "failures": failures[:MAX_FAILURES],
+    }
 
 
 def describe_failure(result) -> str:
@@ -227,8 +264,12 @@ def check_release(prepared: PreparedRelease) -> dict:
     for table, (rows, schema) in sorted(prepared.tables.items()):
         name = SUITE_OF_TABLE.get(table)
         if name is None:
-            report[table] = {"success": False, "expectations": 0, "failed": 1,
-                             "failures": [f"no quality suite for release table {table}"]}
+            report[table] = {
+                "success": False,
+                "expectations": 0,
+                "failed": 1,
+                "failures": [f"no quality suite for release table {table}"],
+            }
             continue
         report[name] = run_suite(load_suite(name), rows, schema, prepared.manifest)
     return report

@@ -28,30 +28,64 @@ from plbench.mbpp.artifacts import TypedTask
 from plbench.pipeline import ReplayReport, RoundTripReport, collect_types
 from plbench.records import Rejection, task_id
 
-SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0",
-                   "spider_plsql": "Spider 1.0 (dev)", "spider2": "xlang-ai/Spider2 (Spider 2.0-Lite)"}
+SOURCE_DATASETS = {
+    "mbpp": "google-research/mbpp",
+    "mbpp_plus": "evalplus/mbppplus v0.1.0",
+    "spider_plsql": "Spider 1.0 (dev)",
+    "spider2": "xlang-ai/Spider2 (Spider 2.0-Lite)",
+}
 LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0", "spider_plsql": "CC-BY-SA-4.0", "spider2": "MIT"}
 
 _STR_LIST = pa.list_(pa.string())
-TASK_SCHEMA = pa.schema([
-    ("task_id", pa.string()), ("subset", pa.string()), ("dialect", pa.string()),
-    ("source_dataset", pa.string()), ("source_id", pa.string()), ("database", pa.string()),
-    ("prompt", pa.string()), ("entry_point", pa.string()), ("signature", pa.string()),
-    ("setup_sql", pa.string()), ("scaffold", pa.string()), ("reference_code", pa.string()),
-    ("python_reference", pa.string()), ("test_block", pa.string()), ("test_cases", pa.string()),
-    ("comparison", pa.string()), ("difficulty", pa.string()), ("turns", pa.int32()),
-    ("plsql_constructs", _STR_LIST), ("reasoning_types", _STR_LIST), ("tables_required", _STR_LIST),
-    ("columns_required", _STR_LIST), ("replay_status", pa.string()), ("replay_engine", pa.string()),
-    ("replay_detail", pa.string()), ("mutants_total", pa.int32()), ("mutants_killed", pa.int32()),
-    ("crosscheck_status", pa.string()), ("crosscheck_detail", pa.string()), ("notes", _STR_LIST),
-    ("raw_sha256", pa.string()), ("builder_version", pa.string()), ("build_id", pa.string()),
-])
-REJECTION_SCHEMA = pa.schema([
-    ("subset", pa.string()), ("source_id", pa.string()), ("dialect", pa.string()), ("level", pa.string()),
-    ("stage", pa.string()), ("reason_code", pa.string()), ("detail", pa.string()),
-])
-TYPE_SCHEMA = pa.schema([("dialect", pa.string()), ("name", pa.string()), ("ddl", pa.string()),
-                         ("tasks", pa.int32())])
+TASK_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("subset", pa.string()),
+        ("dialect", pa.string()),
+        ("source_dataset", pa.string()),
+        ("source_id", pa.string()),
+        ("database", pa.string()),
+        ("prompt", pa.string()),
+        ("entry_point", pa.string()),
+        ("signature", pa.string()),
+        ("setup_sql", pa.string()),
+        ("scaffold", pa.string()),
+        ("reference_code", pa.string()),
+        ("python_reference", pa.string()),
+        ("test_block", pa.string()),
+        ("test_cases", pa.string()),
+        ("comparison", pa.string()),
+        ("difficulty", pa.string()),
+        ("turns", pa.int32()),
+        ("plsql_constructs", _STR_LIST),
+        ("reasoning_types", _STR_LIST),
+        ("tables_required", _STR_LIST),
+        ("columns_required", _STR_LIST),
+        ("replay_status", pa.string()),
+        ("replay_engine", pa.string()),
+        ("replay_detail", pa.string()),
+        ("mutants_total", pa.int32()),
+        ("mutants_killed", pa.int32()),
+        ("crosscheck_status", pa.string()),
+        ("crosscheck_detail", pa.string()),
+        ("notes", _STR_LIST),
+        ("raw_sha256", pa.string()),
+        ("builder_version", pa.string()),
+        ("build_id", pa.string()),
+    ]
+)
+REJECTION_SCHEMA = pa.schema(
+    [
+        ("subset", pa.string()),
+        ("source_id", pa.string()),
+        ("dialect", pa.string()),
+        ("level", pa.string()),
+        ("stage", pa.string()),
+        ("reason_code", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+TYPE_SCHEMA = pa.schema([("dialect", pa.string()), ("name", pa.string()), ("ddl", pa.string()), ("tasks", pa.int32())])
 
 
 class ReleaseExists(FileExistsError):
@@ -79,8 +113,9 @@ def plsql_constructs(task: TypedTask) -> list[str]:
     return sorted(found)
 
 
-def task_rows(artifacts: list, replays: dict, reference_code: dict,
-              raw_sha: dict[str, str], build: str) -> tuple[list[dict], list[Rejection]]:
+def task_rows(
+    artifacts: list, replays: dict, reference_code: dict, raw_sha: dict[str, str], build: str
+) -> tuple[list[dict], list[Rejection]]:
     """One row per released task and dialect, and a rejection for each task a dialect does not release.
 
     A dialect whose replay did not run (no server) releases a task only when the PostgreSQL
@@ -92,9 +127,16 @@ def task_rows(artifacts: list, replays: dict, reference_code: dict,
         task, report = art.task, replays[art.dialect]
         status, detail, engine, mutants = _replay_fields(art, report, results)
         if status not in ("passed", "not_run"):
-            rejections.append(Rejection(task.subset, task.source_id, "replay_validation",
-                                        "harness_too_weak" if status == "harness_too_weak" else status,
-                                        detail, dialect=art.dialect))
+            rejections.append(
+                Rejection(
+                    task.subset,
+                    task.source_id,
+                    "replay_validation",
+                    "harness_too_weak" if status == "harness_too_weak" else status,
+                    detail,
+                    dialect=art.dialect,
+                )
+            )
             continue
         rows.append(_row(task, art, status, detail, engine, mutants, reference_code, raw_sha, build))
     return sorted(rows, key=lambda r: (r["subset"], r["task_id"], r["dialect"])), rejections
@@ -106,33 +148,67 @@ def _replay_fields(art, report, results) -> tuple[str, str, str | None, tuple[in
         return r.status, r.detail, report.engine, (r.mutants_total, r.mutants_killed)
     pg = results.get("postgres", {}).get(art.task_id)
     if pg is None or pg.status != "passed":
-        return "not_validated", (f"{report.reason}; and the PostgreSQL replay of the same cases did not pass"), \
-            None, None
+        return (
+            "not_validated",
+            (f"{report.reason}; and the PostgreSQL replay of the same cases did not pass"),
+            None,
+            None,
+        )
     return "not_run", report.reason, None, None
 
 
 def _row(task: TypedTask, art, status, detail, engine, mutants, reference_code, raw_sha, build) -> dict:
-    comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol,
-                  "unordered": task.comparison.unordered}
+    comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol, "unordered": task.comparison.unordered}
     return {
-        "task_id": task.task_id, "subset": task.subset, "dialect": art.dialect,
-        "source_dataset": SOURCE_DATASETS[task.subset], "source_id": task.source_id, "database": None,
-        "prompt": art.prompt, "entry_point": task.entry_point, "signature": art.signature,
-        "setup_sql": art.setup_sql, "scaffold": art.scaffold, "reference_code": None,
-        "python_reference": reference_code[(task.subset, task.source_id)], "test_block": art.test_block,
-        "test_cases": art.test_cases, "comparison": json.dumps(comparison, sort_keys=True), "difficulty": None,
-        "turns": 1, "plsql_constructs": plsql_constructs(task), "reasoning_types": [], "tables_required": [],
-        "columns_required": [], "replay_status": status, "replay_engine": engine, "replay_detail": detail or None,
-        "mutants_total": mutants[0] if mutants else None, "mutants_killed": mutants[1] if mutants else None,
-        "crosscheck_status": "not_run", "crosscheck_detail": "the crosscheck stage is not part of this build",
-        "notes": list(task.notes), "raw_sha256": raw_sha[task.subset], "builder_version": __version__,
+        "task_id": task.task_id,
+        "subset": task.subset,
+        "dialect": art.dialect,
+        "source_dataset": SOURCE_DATASETS[task.subset],
+        "source_id": task.source_id,
+        "database": None,
+        "prompt": art.prompt,
+        "entry_point": task.entry_point,
+        "signature": art.signature,
+        "setup_sql": art.setup_sql,
+        "scaffold": art.scaffold,
+        "reference_code": None,
+        "python_reference": reference_code[(task.subset, task.source_id)],
+        "test_block": art.test_block,
+        "test_cases": art.test_cases,
+        "comparison": json.dumps(comparison, sort_keys=True),
+        "difficulty": None,
+        "turns": 1,
+        "plsql_constructs": plsql_constructs(task),
+        "reasoning_types": [],
+        "tables_required": [],
+        "columns_required": [],
+        "replay_status": status,
+        "replay_engine": engine,
+        "replay_detail": detail or None,
+        "mutants_total": mutants[0] if mutants else None,
+        "mutants_killed": mutants[1] if mutants else None,
+        "crosscheck_status": "not_run",
+        "crosscheck_detail": "the crosscheck stage is not part of this build",
+        "notes": list(task.notes),
+        "raw_sha256": raw_sha[task.subset],
+        "builder_version": __version__,
         "build_id": build,
     }
 
 
 def rejection_rows(rejections: list[Rejection]) -> list[dict]:
-    rows = [{"subset": r.subset, "source_id": r.source_id, "dialect": r.dialect, "level": r.level,
-             "stage": r.stage, "reason_code": r.reason_code, "detail": r.detail} for r in rejections]
+    rows = [
+        {
+            "subset": r.subset,
+            "source_id": r.source_id,
+            "dialect": r.dialect,
+            "level": r.level,
+            "stage": r.stage,
+            "reason_code": r.reason_code,
+            "detail": r.detail,
+        }
+        for r in rejections
+    ]
     return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
 
 
@@ -145,29 +221,41 @@ def subset_counts(subset: str, input_count: int, rows: list[dict], rejections: l
         released[dialect] = sum(1 for r in rows if r["subset"] == subset and r["dialect"] == dialect)
         by_dialect[dialect] = dict(sorted(Counter(r.reason_code for r in task_level if r.dialect == dialect).items()))
         rejected_ids = {r.source_id for r in task_level if r.dialect in (None, dialect)}
-        reconciles[dialect] = (input_count == released[dialect] + sum(shared.values())
-                               + sum(by_dialect[dialect].values()) and len(rejected_ids) ==
-                               sum(shared.values()) + sum(by_dialect[dialect].values()))
+        reconciles[dialect] = input_count == released[dialect] + sum(shared.values()) + sum(
+            by_dialect[dialect].values()
+        ) and len(rejected_ids) == sum(shared.values()) + sum(by_dialect[dialect].values())
     case_level = [r for r in rejections if r.subset == subset and r.level == "case"]
     cases_dropped = Counter(r.reason_code for r in case_level if r.dialect is None)
-    cases_by_dialect = {d: dict(sorted(Counter(r.reason_code for r in case_level if r.dialect == d).items()))
-                        for d in DIALECT_NAMES}
-    return {"input": input_count, "released": released, "rejected": dict(sorted(shared.items())),
-            "rejected_by_dialect": by_dialect, "cases_dropped": dict(sorted(cases_dropped.items())),
-            "cases_dropped_by_dialect": cases_by_dialect, "reconciles": reconciles}
+    cases_by_dialect = {
+        d: dict(sorted(Counter(r.reason_code for r in case_level if r.dialect == d).items())) for d in DIALECT_NAMES
+    }
+    return {
+        "input": input_count,
+        "released": released,
+        "rejected": dict(sorted(shared.items())),
+        "rejected_by_dialect": by_dialect,
+        "cases_dropped": dict(sorted(cases_dropped.items())),
+        "cases_dropped_by_dialect": cases_by_dialect,
+        "reconciles": reconciles,
+    }
 
 
 def diff_against_previous(out_dir: Path, rows: list[dict]) -> dict | None:
     """Tasks added, removed and changed since the newest release already in out_dir."""
-    previous = sorted((p for p in out_dir.glob("*/tasks.parquet") if not p.parent.name.startswith(".")),
-                      key=lambda p: p.stat().st_mtime)
+    previous = sorted(
+        (p for p in out_dir.glob("*/tasks.parquet") if not p.parent.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not previous:
         return None
     old = {(r["task_id"], r["dialect"]): _content_hash(r) for r in pq.read_table(previous[-1]).to_pylist()}
     new = {(r["task_id"], r["dialect"]): _content_hash(r) for r in rows}
-    return {"against": previous[-1].parent.name, "added": len(new.keys() - old.keys()),
-            "removed": len(old.keys() - new.keys()),
-            "changed": sum(1 for k in new.keys() & old.keys() if new[k] != old[k])}
+    return {
+        "against": previous[-1].parent.name,
+        "added": len(new.keys() - old.keys()),
+        "removed": len(old.keys() - new.keys()),
+        "changed": sum(1 for k in new.keys() & old.keys() if new[k] != old[k]),
+    }
 
 
 def _content_hash(row: dict) -> str:
@@ -180,18 +268,22 @@ def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_release(config: BuildConfig, version: str, tables: dict[str, tuple[list[dict], pa.Schema]],
-                  manifest: dict, card: str) -> Path:
+def write_release(
+    config: BuildConfig, version: str, tables: dict[str, tuple[list[dict], pa.Schema]], manifest: dict, card: str
+) -> Path:
     """Write the release atomically; refuses to overwrite an existing version."""
     final = config.out_dir / version
     if final.exists():
-        raise ReleaseExists(f"release {final} already exists: a version is never overwritten "
-                            "(pass --version for a new one, or remove the folder)")
+        raise ReleaseExists(
+            f"release {final} already exists: a version is never overwritten "
+            "(pass --version for a new one, or remove the folder)"
+        )
     config.out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=config.out_dir))
     try:
-        manifest["tables"] = {name: _write_table(rows, schema, staging / name)
-                              for name, (rows, schema) in sorted(tables.items())}
+        manifest["tables"] = {
+            name: _write_table(rows, schema, staging / name) for name, (rows, schema) in sorted(tables.items())
+        }
         manifest["built_at"] = datetime.now(UTC).replace(microsecond=0).isoformat()
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (staging / "README.md").write_text(card)
@@ -203,8 +295,17 @@ def write_release(config: BuildConfig, version: str, tables: dict[str, tuple[lis
     return final
 
 
-def build_manifest(config: BuildConfig, version: str, build: str, ingested: list, rows: list[dict],
-                   rejections: list[Rejection], replays: dict, roundtrips: dict, types: list[dict]) -> dict:
+def build_manifest(
+    config: BuildConfig,
+    version: str,
+    build: str,
+    ingested: list,
+    rows: list[dict],
+    rejections: list[Rejection],
+    replays: dict,
+    roundtrips: dict,
+    types: list[dict],
+) -> dict:
     inputs = {rel: sha for subset in ingested for rel, sha in subset.inputs.items()}
     subsets, validation = {}, {}
     for subset in ingested:
@@ -212,9 +313,13 @@ def build_manifest(config: BuildConfig, version: str, build: str, ingested: list
         ids = {task_id(subset.subset, p.source_id) for p in subset.problems}
         validation[subset.subset] = {d: _validation_entry(replays[d], roundtrips[d], ids) for d in sorted(replays)}
     return {
-        "version": version, "builder_version": __version__, "build_id": build,
-        "configuration": config.fingerprint(), "inputs": dict(sorted(inputs.items())),
-        "subsets": subsets, "validation": validation,
+        "version": version,
+        "builder_version": __version__,
+        "build_id": build,
+        "configuration": config.fingerprint(),
+        "inputs": dict(sorted(inputs.items())),
+        "subsets": subsets,
+        "validation": validation,
         "types": dict(sorted(Counter(t["dialect"] for t in types).items())),
     }
 
@@ -235,66 +340,98 @@ def dataset_card(manifest: dict) -> str:
         "---",
         f"pretty_name: plbench {manifest['version']}",
         "license: other",
-        f"license_details: \"{'; '.join(f'{s}: {LICENCES[s]}' for s in subsets)}\"",
-        "task_categories:", "- text-generation",
-        "tags:", "- code", "- plsql", "- postgresql", "- oracle",
-        "configs:", "- config_name: default", "  data_files:", "  - split: test", "    path: tasks.parquet",
-        "---", "",
-        f"# plbench release {manifest['version']}", "",
+        f'license_details: "{"; ".join(f"{s}: {LICENCES[s]}" for s in subsets)}"',
+        "task_categories:",
+        "- text-generation",
+        "tags:",
+        "- code",
+        "- plsql",
+        "- postgresql",
+        "- oracle",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: test",
+        "    path: tasks.parquet",
+        "---",
+        "",
+        f"# plbench release {manifest['version']}",
+        "",
         "Executable PL/SQL (Oracle) and PL/pgSQL (PostgreSQL) function-writing tasks converted from "
         f"{', '.join(SOURCE_DATASETS[s] for s in subsets)} by rule: test cases extracted from the Python "
         "tests (MBPP asserts; MBPP+ inputs with outputs from the sandboxed reference solution), one "
         "signature inferred per task, collection and object types emitted once per element type, and one "
-        "test block per task that prints a verdict per case.", "",
-        "## Counts", "",
+        "test block per task that prints a verdict per case.",
+        "",
+        "## Counts",
+        "",
         "| subset | input | released (oracle) | released (postgres) | rejected, shared reasons |",
         "| --- | --- | --- | --- | --- |",
     ]
     for name, c in subsets.items():
-        lines.append(f"| {name} | {c['input']} | {c['released']['oracle']} | {c['released']['postgres']} | "
-                     f"{sum(c['rejected'].values())} |")
-    lines += ["", "## Validation", "",
-              "Every released row was replay-validated: a function that maps each test input to its "
-              "expected output passes the task's test block, and three mutants of it (NULL results, "
-              "another case's output, a reordered or perturbed result) each fail it. "
-              "`replay_status` says where this ran; `not_run` means no server of that dialect was "
-              "configured, and the row rests on the PostgreSQL replay of the same cases.", ""]
+        lines.append(
+            f"| {name} | {c['input']} | {c['released']['oracle']} | {c['released']['postgres']} | "
+            f"{sum(c['rejected'].values())} |"
+        )
+    lines += [
+        "",
+        "## Validation",
+        "",
+        "Every released row was replay-validated: a function that maps each test input to its "
+        "expected output passes the task's test block, and three mutants of it (NULL results, "
+        "another case's output, a reordered or perturbed result) each fail it. "
+        "`replay_status` says where this ran; `not_run` means no server of that dialect was "
+        "configured, and the row rests on the PostgreSQL replay of the same cases.",
+        "",
+    ]
     for name, per_dialect in manifest["validation"].items():
         for dialect, entry in per_dialect.items():
             replay = entry["replay"]
             if replay["ran"]:
                 mutants = entry.get("mutants")
-                lines.append(f"- {name} / {dialect}: replay ran on {replay['engine']}: {replay['passed']} "
-                             f"passed, {replay['failed']} failed"
-                             + (f"; mutants killed {mutants['killed']} of {mutants['total']}." if mutants else "."))
+                lines.append(
+                    f"- {name} / {dialect}: replay ran on {replay['engine']}: {replay['passed']} "
+                    f"passed, {replay['failed']} failed"
+                    + (f"; mutants killed {mutants['killed']} of {mutants['total']}." if mutants else ".")
+                )
             else:
                 lines.append(f"- {name} / {dialect}: replay not run ({replay['reason']}).")
             trip = entry.get("roundtrip", {})
             if trip.get("ran"):
                 lines.append(f"  Value round trip: {trip['equal']} of {trip['values']} test values came back equal.")
-    lines += ["", "## Files", "",
-              "- `tasks.parquet`: one row per task and dialect (prompt, scaffold, setup_sql, test_block, "
-              "test_cases as tagged JSON, validation results, provenance).",
-              "- `rejections.parquet`: every input not released (level `task`) and every test case dropped "
-              "(level `case`), with stage, reason_code and detail.",
-              "- `types.parquet`: each collection/object type once per dialect, with its DDL.",
-              "- `manifest.json`: raw input checksums, counts, validation, table checksums.", "",
-              "## Licences", "", *[f"- {s}: {LICENCES[s]}" for s in subsets],
-              "", f"Derived data keeps the source licences ({', '.join(licences)}).", ""]
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `tasks.parquet`: one row per task and dialect (prompt, scaffold, setup_sql, test_block, "
+        "test_cases as tagged JSON, validation results, provenance).",
+        "- `rejections.parquet`: every input not released (level `task`) and every test case dropped "
+        "(level `case`), with stage, reason_code and detail.",
+        "- `types.parquet`: each collection/object type once per dialect, with its DDL.",
+        "- `manifest.json`: raw input checksums, counts, validation, table checksums.",
+        "",
+        "## Licences",
+        "",
+        *[f"- {s}: {LICENCES[s]}" for s in subsets],
+        "",
+        f"Derived data keeps the source licences ({', '.join(licences)}).",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def _extra_subsets(manifest: dict, extra_inputs: list, extra_tasks: list, rows: list[dict],
-                   rejections: list[Rejection]) -> None:
+def _extra_subsets(
+    manifest: dict, extra_inputs: list, extra_tasks: list, rows: list[dict], rejections: list[Rejection]
+) -> None:
     """Counts and validation of the subsets built outside the MBPP stages (Spider), in place."""
     for inputs in extra_inputs:
         manifest["inputs"].update(inputs.inputs)
         manifest["subsets"][inputs.subset] = subset_counts(inputs.subset, inputs.input_count, rows, rejections)
         tasks = next((t for t in extra_tasks if t.subset == inputs.subset), None)
         validation = tasks.validation if tasks else {}
-        manifest["validation"][inputs.subset] = {d: {"replay": validation.get(d, {"ran": False, "reason":
-                                                                                   "no task stage ran"})}
-                                                 for d in DIALECT_NAMES}
+        manifest["validation"][inputs.subset] = {
+            d: {"replay": validation.get(d, {"ran": False, "reason": "no task stage ran"})} for d in DIALECT_NAMES
+        }
 
 
 @dataclass
@@ -306,9 +443,17 @@ class PreparedRelease:
     manifest: dict
 
 
-def prepare_release(config: BuildConfig, ingested: list, stages: list, artifacts: list,
-                    replays: dict, roundtrips: dict, extra_inputs: list = (), extra_tasks: list = (),
-                    normalization=None) -> PreparedRelease:
+def prepare_release(
+    config: BuildConfig,
+    ingested: list,
+    stages: list,
+    artifacts: list,
+    replays: dict,
+    roundtrips: dict,
+    extra_inputs: list = (),
+    extra_tasks: list = (),
+    normalization=None,
+) -> PreparedRelease:
     """Rows, rejections and manifest from the stage outputs; refuses counts that do not reconcile.
 
     `extra_inputs` / `extra_tasks` are the Spider subsets (plbench.spider.stages.SpiderInputs / SpiderTasks),
@@ -338,9 +483,11 @@ def prepare_release(config: BuildConfig, ingested: list, stages: list, artifacts
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:
         raise AssertionError(f"counts do not reconcile (input != released + rejected): {broken}")
-    tables = {"tasks.parquet": (rows, TASK_SCHEMA), "rejections.parquet": (rejection_rows(rejections),
-                                                                           REJECTION_SCHEMA),
-              "types.parquet": (types, TYPE_SCHEMA)}
+    tables = {
+        "tasks.parquet": (rows, TASK_SCHEMA),
+        "rejections.parquet": (rejection_rows(rejections), REJECTION_SCHEMA),
+        "types.parquet": (types, TYPE_SCHEMA),
+    }
     if normalization is not None and normalization.database_rows:
         from plbench.spider.summary import DATABASE_SCHEMA, GOLD_SCHEMA
 
@@ -352,8 +499,9 @@ def prepare_release(config: BuildConfig, ingested: list, stages: list, artifacts
 
 def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
     """Write a prepared release (tables, manifest, dataset card) atomically under config.out_dir."""
-    return write_release(config, prepared.version, prepared.tables, dict(prepared.manifest),
-                         dataset_card(prepared.manifest))
+    return write_release(
+        config, prepared.version, prepared.tables, dict(prepared.manifest), dataset_card(prepared.manifest)
+    )
 
 
 def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
@@ -363,8 +511,10 @@ def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
     rows, schema = prepared.tables["tasks.parquet"]
     updated = []
     for row in rows:
-        status, detail = statuses.get((row["task_id"], row["dialect"]), (
-            "not_run", report.reason if not report.ran else "no candidate was checked for this task"))
+        status, detail = statuses.get(
+            (row["task_id"], row["dialect"]),
+            ("not_run", report.reason if not report.ran else "no candidate was checked for this task"),
+        )
         updated.append(dict(row, crosscheck_status=status, crosscheck_detail=detail))
     tables = dict(prepared.tables, **{"tasks.parquet": (updated, schema)})
     return PreparedRelease(prepared.version, tables, dict(prepared.manifest, crosscheck=report.manifest_entry()))

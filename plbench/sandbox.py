@@ -79,9 +79,7 @@ class _Transcript:
         message = json.loads(line)
         kind = message["kind"]
         if kind == "case":
-            self.cases.append(
-                CaseOutcome(message["status"], values.decode(message["value"]), message["detail"])
-            )
+            self.cases.append(CaseOutcome(message["status"], values.decode(message["value"]), message["detail"]))
             if message["mutated"]:
                 self.mutated.append(message["index"])
         elif kind == "compile_error":
@@ -154,9 +152,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _run_child(
-    payload: bytes, limits: SandboxLimits, workdir: str
-) -> tuple[_Transcript, int | None, list[str]]:
+def _run_child(payload: bytes, limits: SandboxLimits, workdir: str) -> tuple[_Transcript, int | None, list[str]]:
     """Run the child to completion or to the wall deadline; returncode None means it was killed."""
     proc = subprocess.Popen(
         [sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT), str(_VALUES_MODULE)],

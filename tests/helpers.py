@@ -13,5 +13,6 @@ def typed_task(params, raw_cases, entry="f", comparison=Comparison(), source_id=
         from plbench.mbpp.pytypes import PyType
 
         signature = type(signature)(signature.params, PyType("set", signature.returns.args))
-    return TypedTask(subset, source_id, "Write the function.", entry, signature, cases, comparison,
-                     ints_fit_bigint(cases))
+    return TypedTask(
+        subset, source_id, "Write the function.", entry, signature, cases, comparison, ints_fit_bigint(cases)
+    )

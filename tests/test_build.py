@@ -13,11 +13,18 @@ from plbench.sandbox import SandboxLimits
 from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1, write_spider2
 
 CROSSCHECK_CANDIDATES = [
-    {"task_id": "mbpp/1", "dialect": "postgres", "code":
-     "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE sql AS $$ "
-     "SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(xs) AS x $$;"},
-    {"task_id": "mbpp/6", "dialect": "postgres", "code":  # wrong: the odd test
-     "CREATE OR REPLACE FUNCTION is_even(n bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT n % 2 = 1 $$;"},
+    {
+        "task_id": "mbpp/1",
+        "dialect": "postgres",
+        "code": "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE sql AS $$ "
+        "SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(xs) AS x $$;",
+    },
+    {
+        "task_id": "mbpp/6",
+        "dialect": "postgres",
+        "code":  # wrong: the odd test
+        "CREATE OR REPLACE FUNCTION is_even(n bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT n % 2 = 1 $$;",
+    },
 ]
 
 
@@ -27,14 +34,22 @@ def setup(tmp_path_factory, pg_engine):
     catalog = write_mirror(root) | write_spider1(root) | write_spider2(root, tmp_path_factory.mktemp("staging"))
     solutions = root / "solutions.jsonl"
     solutions.write_text("".join(json.dumps(c) + "\n" for c in CROSSCHECK_CANDIDATES))
-    config = BuildConfig(raw_dir=root, cache_dir=tmp_path_factory.mktemp("cache"),
-                         out_dir=tmp_path_factory.mktemp("releases"), catalog=catalog, pg_dsn=pg_engine._dsn,
-                         normalized_dir=tmp_path_factory.mktemp("normalized"),
-                         version="t1", min_retention=0.5,
-                         min_gold_equivalence=0.5, crosscheck_solutions=solutions,
-                         sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2))
-    instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
-                                             overrides={"telemetry": {"enabled": False}})
+    config = BuildConfig(
+        raw_dir=root,
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        out_dir=tmp_path_factory.mktemp("releases"),
+        catalog=catalog,
+        pg_dsn=pg_engine._dsn,
+        normalized_dir=tmp_path_factory.mktemp("normalized"),
+        version="t1",
+        min_retention=0.5,
+        min_gold_equivalence=0.5,
+        crosscheck_solutions=solutions,
+        sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2),
+    )
+    instance = dg.DagsterInstance.local_temp(
+        str(tmp_path_factory.mktemp("dagster")), overrides={"telemetry": {"enabled": False}}
+    )
     result = execute(config, instance=instance)
     assert report(result) == 0
     return config, instance
@@ -54,8 +69,12 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     mbpp = manifest["subsets"]["mbpp"]
     assert mbpp["input"] == len(MBPP) + 1  # + the malformed line
     assert mbpp["released"] == {"oracle": 8, "postgres": 8}
-    assert mbpp["rejected"] == {"inconsistent_types": 1, "malformed_record": 1, "needs_setup_code": 1,
-                                "non_literal_expression": 1}
+    assert mbpp["rejected"] == {
+        "inconsistent_types": 1,
+        "malformed_record": 1,
+        "needs_setup_code": 1,
+        "non_literal_expression": 1,
+    }
     assert mbpp["rejected_by_dialect"] == {"oracle": {"unsupported_value": 1}, "postgres": {"unsupported_value": 1}}
     assert mbpp["cases_dropped"] == {}
     assert mbpp["cases_dropped_by_dialect"]["oracle"] == {"value_out_of_range": 1}  # big(40) in Oracle only
@@ -100,8 +119,11 @@ def test_task_rows_carry_the_artifacts_and_provenance(setup):
     assert row["setup_sql"] == "CREATE TYPE plb_rec2_i8_txt AS (f1 bigint, f2 text);\n"
     assert "CREATE OR REPLACE FUNCTION pick(order_ bigint[])" in row["scaffold"]
     assert row["test_block"].startswith("DO $plb$") and "PLBENCH_SUMMARY" in row["test_block"]
-    assert json.loads(row["test_cases"])[0] == {"args": [[3, 1]], "expected": {"$tuple": [1, "min"]},
-                                                "origin": "test_list[0]"}
+    assert json.loads(row["test_cases"])[0] == {
+        "args": [[3, 1]],
+        "expected": {"$tuple": [1, "min"]},
+        "origin": "test_list[0]",
+    }
     assert row["raw_sha256"] == manifest["inputs"]["mbpp/mbpp.jsonl"] and row["build_id"] == manifest["build_id"]
     plus = next(r for r in tasks if r["task_id"] == "mbpp_plus/1" and r["dialect"] == "oracle")
     assert any("mutates its arguments" in n for n in plus["notes"])
@@ -123,12 +145,20 @@ def test_the_same_inputs_give_byte_identical_tables_and_versions_are_never_overw
 
 def test_replay_alone_reruns_from_stored_upstream_values(setup):
     config, instance = setup
-    result = execute(config.with_(version="t2"), [["replay_validation", "postgres"], ["release_tables"], ["release"]],
-                     instance=instance)
+    result = execute(
+        config.with_(version="t2"),
+        [["replay_validation", "postgres"], ["release_tables"], ["release"]],
+        instance=instance,
+    )
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
-    assert ran == {"replay_validation__postgres", "replay_validation__postgres_retention_floor", "release_tables",
-                   "release_tables_quality_suites", "release"}
+    assert ran == {
+        "replay_validation__postgres",
+        "replay_validation__postgres_retention_floor",
+        "release_tables",
+        "release_tables_quality_suites",
+        "release",
+    }
     assert "normalized_databases__postgres" not in ran
     assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
@@ -148,7 +178,9 @@ def test_spider_databases_are_normalized_loaded_and_reported(setup):
     assert dev["total"] == len(SPIDER_DEV) - 1 and dev["mismatch"] == {"source_error": 1}
     databases = pq.read_table(path / "databases.parquet").to_pylist()
     assert {(d["database"], d["dialect"]) for d in databases if d["source"] == "spider1"} == {
-        ("shop", "postgres"), ("shop", "oracle")}
+        ("shop", "postgres"),
+        ("shop", "oracle"),
+    }
     pg = next(d for d in databases if d["dialect"] == "postgres")
     assert pg["loaded"] and pg["verified"] and pg["rows"] == 9
     assert pg["data_path"] == "spider1/shop/postgres/data.sql"
@@ -176,8 +208,10 @@ def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
     assert released == len(SPIDER_DEV) - sum(counts["rejected"].values())
     rows = [t for t in tasks if t["subset"] == "spider_plsql"]
     pg = next(t for t in rows if t["source_id"] == "1" and t["dialect"] == "postgres")
-    assert json.loads(pg["test_cases"]) == {"expected_lines": ["Ann", "Bob", "Cé'line", 'Dan "the man"'],
-                                            "ordered": True}
+    assert json.loads(pg["test_cases"]) == {
+        "expected_lines": ["Ann", "Bob", "Cé'line", 'Dan "the man"'],
+        "ordered": True,
+    }
     assert pg["replay_status"] == "passed" and pg["database"] == "shop"
     assert "RAISE NOTICE" in pg["prompt"] and "CREATE TABLE customer" in pg["prompt"]
     avg = next(t for t in rows if t["source_id"] == "2" and t["dialect"] == "postgres")

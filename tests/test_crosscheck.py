@@ -51,10 +51,30 @@ def test_the_fixture_covers_every_type_rule(release):
     sql_types |= {json.loads(t["signature"])["returns"]["sql_type"] for t in tasks}
     py_types = " ".join(p["python_type"] for t in tasks for p in json.loads(t["signature"])["params"])
     py_types += " " + " ".join(json.loads(t["signature"])["returns"]["python_type"] for t in tasks)
-    assert {"bigint", "numeric", "double precision", "text", "boolean", "bigint[]", "text[]", "jsonb[]",
-            "double precision[]", "plb_list_i8[]", "plb_kv_txt_i8[]", "plb_rec2_i8_txt"} <= sql_types
-    for rule in ("tuple[int, ...]", "set[int]", "set[str]", "dict[int, list[str]]", "int | None", "Union[float, str]",
-                 "list[tuple[str, int]]", "JSON"):
+    assert {
+        "bigint",
+        "numeric",
+        "double precision",
+        "text",
+        "boolean",
+        "bigint[]",
+        "text[]",
+        "jsonb[]",
+        "double precision[]",
+        "plb_list_i8[]",
+        "plb_kv_txt_i8[]",
+        "plb_rec2_i8_txt",
+    } <= sql_types
+    for rule in (
+        "tuple[int, ...]",
+        "set[int]",
+        "set[str]",
+        "dict[int, list[str]]",
+        "int | None",
+        "Union[float, str]",
+        "list[tuple[str, int]]",
+        "JSON",
+    ):
         assert rule in py_types, rule
     assert any(json.loads(t["comparison"])["unordered"] for t in tasks)
     assert len(tasks) == len(PROBLEMS)
@@ -71,10 +91,19 @@ def test_correct_solutions_agree_on_every_case(checked):
     assert figures["inconclusive_cases_by_cause"] == {} and figures["disagreements"] == []
 
 
-@pytest.mark.parametrize("task_id, cause", [
-    ("mbpp/101", None), ("mbpp/103", None), ("mbpp/104", None), ("mbpp/112", None), ("mbpp/114", None),
-    ("mbpp/110", "candidate_compile_error"), ("mbpp/107", "candidate_timeout"), ("mbpp/115", "candidate_runtime_error"),
-])
+@pytest.mark.parametrize(
+    "task_id, cause",
+    [
+        ("mbpp/101", None),
+        ("mbpp/103", None),
+        ("mbpp/104", None),
+        ("mbpp/112", None),
+        ("mbpp/114", None),
+        ("mbpp/110", "candidate_compile_error"),
+        ("mbpp/107", "candidate_timeout"),
+        ("mbpp/115", "candidate_runtime_error"),
+    ],
+)
 def test_each_wrong_solution_is_detected_with_its_cause(checked, task_id, cause):
     (index,) = [i for i in WRONG if LABELS[i]["task_id"] == task_id]
     cases = _by_candidate(checked)[index]
@@ -88,11 +117,17 @@ def test_each_wrong_solution_is_detected_with_its_cause(checked, task_id, cause)
 def test_agreement_figures_over_the_whole_fixture(checked):
     figures = summarize(checked)["mbpp/postgres"]
     assert figures["candidates"] == len(LABELS)
-    assert figures["pass_fail_level"] == {"agree": len(CORRECT), "of": len(LABELS),
-                                          "rate": round(len(CORRECT) / len(LABELS), 4)}
+    assert figures["pass_fail_level"] == {
+        "agree": len(CORRECT),
+        "of": len(LABELS),
+        "rate": round(len(CORRECT) / len(LABELS), 4),
+    }
     assert figures["pass_fail_level_conclusive"]["of"] == len(LABELS) - 3  # compile error, timeout, runtime error
     assert figures["inconclusive_candidates_by_cause"] == {
-        "candidate_compile_error": 1, "candidate_runtime_error": 1, "candidate_timeout": 1}
+        "candidate_compile_error": 1,
+        "candidate_runtime_error": 1,
+        "candidate_timeout": 1,
+    }
     assert figures["output_level_conclusive"]["rate"] > figures["output_level"]["rate"]
     assert {d["task_id"] for d in figures["disagreements"]} == {LABELS[i]["task_id"] for i in WRONG}
 
@@ -127,32 +162,38 @@ def test_cli_writes_comparisons_and_summary(release, tmp_path, pg_engine, monkey
 RULES = Rules(atol=1e-6, rtol=1e-7, unordered=False, truthy=False)
 
 
-@pytest.mark.parametrize("actual, expected, rules, same", [
-    (0.1 + 0.2, 0.3, RULES, True),
-    (0.31, 0.3, RULES, False),
-    (12.5664, 12.566, Rules(0.0, 0.001, False, False), True),
-    ((1, "a"), (1, "a"), RULES, True),
-    ([1, 2], (1, 2), RULES, True),  # tuples and lists alike
-    ([2, 1], [1, 2], RULES, False),
-    ([2, 1], {1, 2}, RULES, True),  # a set expected: order-free
-    ([(1, 2), (3, 4)], [(3, 4), (1, 2)], Rules(1e-6, 1e-7, True, False), True),
-    ({"a": 1.0, "b": 2}, {"b": 2, "a": 1}, RULES, True),
-    ({"a": 1}, {"a": 1, "b": 2}, RULES, False),
-    (float("nan"), math.nan, RULES, True),
-    (None, 0, RULES, False),
-    ("match object", True, Rules(1e-6, 1e-7, False, True), True),
-    ([], False, Rules(1e-6, 1e-7, False, True), True),
-])
+@pytest.mark.parametrize(
+    "actual, expected, rules, same",
+    [
+        (0.1 + 0.2, 0.3, RULES, True),
+        (0.31, 0.3, RULES, False),
+        (12.5664, 12.566, Rules(0.0, 0.001, False, False), True),
+        ((1, "a"), (1, "a"), RULES, True),
+        ([1, 2], (1, 2), RULES, True),  # tuples and lists alike
+        ([2, 1], [1, 2], RULES, False),
+        ([2, 1], {1, 2}, RULES, True),  # a set expected: order-free
+        ([(1, 2), (3, 4)], [(3, 4), (1, 2)], Rules(1e-6, 1e-7, True, False), True),
+        ({"a": 1.0, "b": 2}, {"b": 2, "a": 1}, RULES, True),
+        ({"a": 1}, {"a": 1, "b": 2}, RULES, False),
+        (float("nan"), math.nan, RULES, True),
+        (None, 0, RULES, False),
+        ("match object", True, Rules(1e-6, 1e-7, False, True), True),
+        ([], False, Rules(1e-6, 1e-7, False, True), True),
+    ],
+)
 def test_python_outputs_are_normalized_before_comparison(actual, expected, rules, same):
     assert outputs_agree(actual, expected, rules) is same
 
 
-@pytest.mark.parametrize("answer, code", [
-    ("Here:\n```sql\nCREATE FUNCTION f() ...;\n```\nDone.", "CREATE FUNCTION f() ...;"),
-    ("```text\nnotes\n```\n```plpgsql\nCREATE OR REPLACE FUNCTION g();\n```", "CREATE OR REPLACE FUNCTION g();"),
-    ("```\nprint(1)\n```\n```\ncreate function h();\n```", "create function h();"),
-    ("CREATE FUNCTION bare();", "CREATE FUNCTION bare();"),
-])
+@pytest.mark.parametrize(
+    "answer, code",
+    [
+        ("Here:\n```sql\nCREATE FUNCTION f() ...;\n```\nDone.", "CREATE FUNCTION f() ...;"),
+        ("```text\nnotes\n```\n```plpgsql\nCREATE OR REPLACE FUNCTION g();\n```", "CREATE OR REPLACE FUNCTION g();"),
+        ("```\nprint(1)\n```\n```\ncreate function h();\n```", "create function h();"),
+        ("CREATE FUNCTION bare();", "CREATE FUNCTION bare();"),
+    ],
+)
 def test_code_is_taken_from_the_answers_fenced_sql_block(answer, code):
     assert extract_code(answer) == code
 

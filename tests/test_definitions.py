@@ -10,15 +10,37 @@ def test_definitions_load_and_wire_every_stage():
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_tasks",
-                    "plsql_types", "replay_validation/postgres", "replay_validation/oracle", "roundtrip/postgres",
-                    "roundtrip/oracle", "spider1_raw", "spider2_lite_raw", "normalized_databases/postgres",
-                    "normalized_databases/oracle", "normalization_report", "spider_plsql_tasks", "spider2_tasks",
-                    "release_tables",
-                    "crosscheck_candidates", "crosscheck", "release"}
+    assert keys == {
+        "mbpp_raw",
+        "mbpp_plus_raw",
+        "mbpp_test_cases",
+        "mbpp_signatures",
+        "mbpp_tasks",
+        "plsql_types",
+        "replay_validation/postgres",
+        "replay_validation/oracle",
+        "roundtrip/postgres",
+        "roundtrip/oracle",
+        "spider1_raw",
+        "spider2_lite_raw",
+        "normalized_databases/postgres",
+        "normalized_databases/oracle",
+        "normalization_report",
+        "spider_plsql_tasks",
+        "spider2_tasks",
+        "release_tables",
+        "crosscheck_candidates",
+        "crosscheck",
+        "release",
+    }
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release_tables")).parent_keys}
-    assert {"replay_validation/postgres", "replay_validation/oracle", "mbpp_tasks", "spider_plsql_tasks",
-            "normalization_report"} <= upstream
+    assert {
+        "replay_validation/postgres",
+        "replay_validation/oracle",
+        "mbpp_tasks",
+        "spider_plsql_tasks",
+        "normalization_report",
+    } <= upstream
     normalized = graph.get(dg.AssetKey(["normalized_databases", "postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database
     assert defs.resolve_job_def(REBUILD_JOB) is not None
@@ -26,15 +48,21 @@ def test_definitions_load_and_wire_every_stage():
 
 def test_blocking_checks_guard_tasks_and_replay():
     checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
-    assert checks == {("mbpp_tasks", "mbpp_tasks_reconcile"), ("replay_validation/postgres", "retention_floor"),
-                      ("replay_validation/oracle", "retention_floor"), ("normalization_report", "databases_loaded"),
-                      ("normalization_report", "gold_equivalence_floor"), ("release_tables", "quality_suites")}
+    assert checks == {
+        ("mbpp_tasks", "mbpp_tasks_reconcile"),
+        ("replay_validation/postgres", "retention_floor"),
+        ("replay_validation/oracle", "retention_floor"),
+        ("normalization_report", "databases_loaded"),
+        ("normalization_report", "gold_equivalence_floor"),
+        ("release_tables", "quality_suites"),
+    }
 
 
 def test_cli_documents_the_contract():
     help_text = parser().format_help()
-    assert all(word in help_text for word in ("build", "validate", "PLBENCH_RAW_DIR", "PLBENCH_PG_DSN",
-                                              "PLBENCH_ORACLE_DSN"))
+    assert all(
+        word in help_text for word in ("build", "validate", "PLBENCH_RAW_DIR", "PLBENCH_PG_DSN", "PLBENCH_ORACLE_DSN")
+    )
     args = parser().parse_args(["validate", "--stage", "replay", "--dialect", "postgres"])
     assert (args.stage, args.dialect, args.version) == ("replay", "postgres", None)
 

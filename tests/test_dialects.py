@@ -24,13 +24,22 @@ def env(dialect, bigint=True):
     return TypeEnv(int_sql=dialect.int_type(bigint), atol=1e-6, rtol=1e-7)
 
 
-@pytest.mark.parametrize("t, oracle, postgres", [
-    (INT, "NUMBER", "bigint"), (FLOAT, "BINARY_DOUBLE", "double precision"), (STR, "VARCHAR2", "text"),
-    (BOOL, "BOOLEAN", "boolean"), (LIST_INT, "plb_num_tab", "bigint[]"), (NESTED, "plb_list_num_tab", "plb_list_i8[]"),
-    (RECORD, "plb_rec2_num_txt", "plb_rec2_i8_txt"), (DICT, "plb_dict_txt_f8", "plb_kv_txt_f8[]"),
-    (PyType.list_of(DICT), "plb_dict_txt_f8_tab", "plb_dict_txt_f8[]"),
-    (PyType("set", (STR,)), "plb_txt_tab", "text[]"), (PyType("tuple_seq", (BOOL,)), "plb_bool_tab", "boolean[]"),
-])
+@pytest.mark.parametrize(
+    "t, oracle, postgres",
+    [
+        (INT, "NUMBER", "bigint"),
+        (FLOAT, "BINARY_DOUBLE", "double precision"),
+        (STR, "VARCHAR2", "text"),
+        (BOOL, "BOOLEAN", "boolean"),
+        (LIST_INT, "plb_num_tab", "bigint[]"),
+        (NESTED, "plb_list_num_tab", "plb_list_i8[]"),
+        (RECORD, "plb_rec2_num_txt", "plb_rec2_i8_txt"),
+        (DICT, "plb_dict_txt_f8", "plb_kv_txt_f8[]"),
+        (PyType.list_of(DICT), "plb_dict_txt_f8_tab", "plb_dict_txt_f8[]"),
+        (PyType("set", (STR,)), "plb_txt_tab", "text[]"),
+        (PyType("tuple_seq", (BOOL,)), "plb_bool_tab", "boolean[]"),
+    ],
+)
 def test_type_spelling(t, oracle, postgres):
     assert ORACLE.sql_type(t, env(ORACLE)) == oracle
     assert POSTGRES.sql_type(t, env(POSTGRES)) == postgres
@@ -53,7 +62,8 @@ def test_oracle_bool_inside_sql_types_is_number_1():
     e = env(ORACLE)
     ORACLE.sql_type(PyType("record", (BOOL, STR)), e)
     assert list(e.types.values()) == [
-        "CREATE OR REPLACE TYPE plb_rec2_bool_txt AS OBJECT (f1 NUMBER(1), f2 VARCHAR2(4000));"]
+        "CREATE OR REPLACE TYPE plb_rec2_bool_txt AS OBJECT (f1 NUMBER(1), f2 VARCHAR2(4000));"
+    ]
     assert ORACLE.literal((True, "a"), PyType("record", (BOOL, STR)), e) == "plb_rec2_bool_txt(1, 'a')"
 
 
@@ -62,21 +72,32 @@ def test_postgres_int_width_is_decided_per_task():
     assert POSTGRES.literal(2**70, INT, env(POSTGRES, bigint=False)) == f"{2**70}::numeric"
 
 
-@pytest.mark.parametrize("value, t, oracle, postgres", [
-    ("it's", STR, "'it''s'", "'it''s'"),
-    ("", STR, "''", "''"),
-    (-3, INT, "-3", "-3"),
-    (1.5, FLOAT, "1.5d", "1.5::double precision"),
-    (float("inf"), FLOAT, "BINARY_DOUBLE_INFINITY", "'Infinity'::double precision"),
-    (None, LIST_INT, "NULL", "NULL::bigint[]"),
-    ([], LIST_INT, "plb_num_tab()", "ARRAY[]::bigint[]"),
-    ([[1], []], NESTED, "plb_list_num_tab(plb_num_tab(1), plb_num_tab())",
-     "ARRAY[ROW(ARRAY[1]::bigint[])::plb_list_i8, ROW(ARRAY[]::bigint[])::plb_list_i8]::plb_list_i8[]"),
-    ({"b": 2.0, "a": 1.0}, DICT, "plb_dict_txt_f8(plb_kv_txt_f8('a', 1.0d), plb_kv_txt_f8('b', 2.0d))",
-     "ARRAY[ROW('a', 1.0::double precision)::plb_kv_txt_f8, ROW('b', 2.0::double precision)::plb_kv_txt_f8]"
-     "::plb_kv_txt_f8[]"),
-    ({3, 1}, PyType("set", (INT,)), "plb_num_tab(1, 3)", "ARRAY[1, 3]::bigint[]"),
-])
+@pytest.mark.parametrize(
+    "value, t, oracle, postgres",
+    [
+        ("it's", STR, "'it''s'", "'it''s'"),
+        ("", STR, "''", "''"),
+        (-3, INT, "-3", "-3"),
+        (1.5, FLOAT, "1.5d", "1.5::double precision"),
+        (float("inf"), FLOAT, "BINARY_DOUBLE_INFINITY", "'Infinity'::double precision"),
+        (None, LIST_INT, "NULL", "NULL::bigint[]"),
+        ([], LIST_INT, "plb_num_tab()", "ARRAY[]::bigint[]"),
+        (
+            [[1], []],
+            NESTED,
+            "plb_list_num_tab(plb_num_tab(1), plb_num_tab())",
+            "ARRAY[ROW(ARRAY[1]::bigint[])::plb_list_i8, ROW(ARRAY[]::bigint[])::plb_list_i8]::plb_list_i8[]",
+        ),
+        (
+            {"b": 2.0, "a": 1.0},
+            DICT,
+            "plb_dict_txt_f8(plb_kv_txt_f8('a', 1.0d), plb_kv_txt_f8('b', 2.0d))",
+            "ARRAY[ROW('a', 1.0::double precision)::plb_kv_txt_f8, ROW('b', 2.0::double precision)::plb_kv_txt_f8]"
+            "::plb_kv_txt_f8[]",
+        ),
+        ({3, 1}, PyType("set", (INT,)), "plb_num_tab(1, 3)", "ARRAY[1, 3]::bigint[]"),
+    ],
+)
 def test_literals(value, t, oracle, postgres):
     assert ORACLE.literal(value, t, env(ORACLE)) == oracle
     assert POSTGRES.literal(value, t, env(POSTGRES)) == postgres
@@ -101,10 +122,16 @@ def test_values_each_dialect_cannot_hold_are_refused_with_a_reason():
     assert err.value.reason_code == "value_out_of_range"
 
 
-@pytest.mark.parametrize("name, oracle, postgres", [
-    ("nums", "nums", "nums"), ("order", "order_", "order_"), ("level", "level_", "level"),
-    ("end", "end_", "end_"), ("x" * 70, "x" * 70, "x" * 54 + "_"),
-])
+@pytest.mark.parametrize(
+    "name, oracle, postgres",
+    [
+        ("nums", "nums", "nums"),
+        ("order", "order_", "order_"),
+        ("level", "level_", "level"),
+        ("end", "end_", "end_"),
+        ("x" * 70, "x" * 70, "x" * 54 + "_"),
+    ],
+)
 def test_identifiers(name, oracle, postgres):
     assert ORACLE.identifier(name, set())[0] == oracle
     assert POSTGRES.identifier(name, set())[0].startswith(postgres)
@@ -124,19 +151,28 @@ def test_long_type_names_are_hashed_within_the_limit():
     assert name.startswith("plb_t_") and len(name) <= 63
 
 
-@pytest.mark.parametrize("type_name, kind", [
-    ("NUMBER", "DECIMAL"), ("BINARY_DOUBLE", "DOUBLE"), ("VARCHAR2(4000)", "VARCHAR"), ("NUMBER(1)", "DECIMAL"),
-])
+@pytest.mark.parametrize(
+    "type_name, kind",
+    [
+        ("NUMBER", "DECIMAL"),
+        ("BINARY_DOUBLE", "DOUBLE"),
+        ("VARCHAR2(4000)", "VARCHAR"),
+        ("NUMBER(1)", "DECIMAL"),
+    ],
+)
 def test_oracle_element_types_parse_in_sqlglot(type_name, kind):
     assert sqlglot.exp.DataType.build(type_name, dialect="oracle").this.name == kind
 
 
 @pytest.mark.parametrize("dialect", ["oracle", "postgres"])
 def test_every_artifact_of_a_rich_task_passes_the_static_checks(dialect):
-    task = typed_task(["m", "order"], [
-        (([[1, 2], [3]], {"a": 1.5}), [(1, "a", True)]),
-        (([], {}), [(2, None, False)]),
-    ])
+    task = typed_task(
+        ["m", "order"],
+        [
+            (([[1, 2], [3]], {"a": 1.5}), [(1, "a", True)]),
+            (([], {}), [(2, None, False)]),
+        ],
+    )
     em = TaskEmitter(task, dialect)
     assert check_type_ddl(DIALECTS[dialect], em.setup_statements()) == []
     for text in [*em.test_block_statements(), em.scaffold(), em.replay_function([None, None])]:
@@ -165,15 +201,19 @@ def test_scaffolds_have_the_exact_signature_and_an_empty_body():
     task = typed_task(["xs", "n"], [(([1, 2], 1), [2])])
     assert TaskEmitter(task, "postgres").scaffold() == (
         "CREATE OR REPLACE FUNCTION f(xs bigint[], n bigint)\nRETURNS bigint[]\nLANGUAGE plpgsql\nAS $plb$\n"
-        "BEGIN\n  -- Write the function body here.\nEND;\n$plb$;")
+        "BEGIN\n  -- Write the function body here.\nEND;\n$plb$;"
+    )
     assert TaskEmitter(task, "oracle").scaffold() == (
         "CREATE OR REPLACE FUNCTION f(xs IN plb_num_tab, n IN NUMBER)\nRETURN plb_num_tab\nIS\n"
-        "BEGIN\n  NULL; -- Write the function body here.\nEND f;")
+        "BEGIN\n  NULL; -- Write the function body here.\nEND f;"
+    )
 
 
 def test_a_sql_case_expression_inside_a_block_ends_with_a_bare_end():
-    cursor_loop = ("BEGIN\n  FOR r IN (SELECT AVG(CASE WHEN x IS NULL THEN 0 ELSE x END) AS C1 FROM t) LOOP\n"
-                   "    DBMS_OUTPUT.PUT_LINE(r.C1);\n  END LOOP;\nEND;")
+    cursor_loop = (
+        "BEGIN\n  FOR r IN (SELECT AVG(CASE WHEN x IS NULL THEN 0 ELSE x END) AS C1 FROM t) LOOP\n"
+        "    DBMS_OUTPUT.PUT_LINE(r.C1);\n  END LOOP;\nEND;"
+    )
     assert check_block_structure(cursor_loop) == []
     assert check_block_structure("BEGIN CASE x WHEN 1 THEN NULL; END CASE; END;") == []
     assert check_block_structure("BEGIN x := CASE WHEN y THEN 1 END; END LOOP;")  # END LOOP closes nothing open

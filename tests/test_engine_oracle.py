@@ -13,9 +13,7 @@ from plbench.engines.base import EngineUnavailable
 from plbench.engines.oracle import OracleEngine, created_unit, error_code, parse_dsn, strip_terminator
 
 ORACLE_DSN = os.environ.get("PLBENCH_ORACLE_DSN")
-needs_oracle = pytest.mark.skipif(
-    not ORACLE_DSN, reason="PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
-)
+needs_oracle = pytest.mark.skipif(not ORACLE_DSN, reason="PLBENCH_ORACLE_DSN is not set: no Oracle server configured")
 
 
 @pytest.fixture
@@ -72,13 +70,21 @@ def test_a_bad_dsn_is_engine_unavailable():
 def test_parse_dsn():
     dsn = parse_dsn("scott/tiger@db.example.com:1522/FREEPDB1")
     assert (dsn.user, dsn.password, dsn.host, dsn.port, dsn.service_name) == (
-        "scott", "tiger", "db.example.com", 1522, "FREEPDB1"
+        "scott",
+        "tiger",
+        "db.example.com",
+        1522,
+        "FREEPDB1",
     )
     assert dsn.address == "db.example.com:1522/FREEPDB1"
     # The password may contain '@' and '/'; the port defaults to 1521.
     dsn = parse_dsn("app/p@ss/w@localhost/XEPDB1")
     assert (dsn.user, dsn.password, dsn.host, dsn.port, dsn.service_name) == (
-        "app", "p@ss/w", "localhost", 1521, "XEPDB1"
+        "app",
+        "p@ss/w",
+        "localhost",
+        1521,
+        "XEPDB1",
     )
     # A bare EZConnect string (credentials given separately), with options.
     dsn = parse_dsn("//[::1]:1521/svc?transport_connect_timeout=3")
@@ -130,8 +136,7 @@ def test_version(ora_engine):
 def test_dbms_output_is_captured(ora_engine):
     with ora_engine.session() as session:
         result = session.execute(
-            "BEGIN dbms_output.put_line('one'); dbms_output.put_line(NULL);"
-            " dbms_output.put_line('three'); END;"
+            "BEGIN dbms_output.put_line('one'); dbms_output.put_line(NULL); dbms_output.put_line('three'); END;"
         )
         assert result.ok, result
         assert result.lines == ["one", "", "three"]

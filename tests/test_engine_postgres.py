@@ -69,9 +69,7 @@ def test_notices_before_an_error_are_kept(pg_engine):
 
 
 def test_statement_timeout():
-    engine = PostgresEngine.start(
-        os.environ.get("PLBENCH_PG_DSN"), data_dir=PG_DATA_DIR, statement_timeout_s=0.5
-    )
+    engine = PostgresEngine.start(os.environ.get("PLBENCH_PG_DSN"), data_dir=PG_DATA_DIR, statement_timeout_s=0.5)
     try:
         with engine.session() as session:
             started = time.monotonic()

@@ -13,21 +13,30 @@ from plbench.validation.diagnostics import CATEGORY_BY_CODE, INTERFACE, INVALID_
 from tests.conftest import PG_DATA_DIR
 from tests.helpers import typed_task
 
-SORT = typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), []), (([2, 2, 1],), [1, 2, 2])],
-                  entry="sort_list", source_id="1")
+SORT = typed_task(
+    ["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), []), (([2, 2, 1],), [1, 2, 2])], entry="sort_list", source_id="1"
+)
 
 
 def _release(tmp_path):
     art = emit_artifacts(SORT, "postgres")
-    row = {"task_id": SORT.task_id, "subset": "mbpp", "dialect": "postgres", "setup_sql": art.setup_sql,
-           "test_block": art.test_block, "test_cases": art.test_cases}
+    row = {
+        "task_id": SORT.task_id,
+        "subset": "mbpp",
+        "dialect": "postgres",
+        "setup_sql": art.setup_sql,
+        "test_block": art.test_block,
+        "test_cases": art.test_cases,
+    }
     pq.write_table(pa.Table.from_pylist([row]), tmp_path / "tasks.parquet")
     return tmp_path
 
 
 def _function(body: str, name: str = "sort_list") -> str:
-    return (f"CREATE OR REPLACE FUNCTION {name}(xs bigint[]) RETURNS bigint[] LANGUAGE plpgsql AS $$\n"
-            f"BEGIN\n{body}\nEND;\n$$;")
+    return (
+        f"CREATE OR REPLACE FUNCTION {name}(xs bigint[]) RETURNS bigint[] LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n{body}\nEND;\n$$;"
+    )
 
 
 CANDIDATES = {
@@ -47,14 +56,17 @@ def engine(pg_engine):
     fast.close()
 
 
-@pytest.mark.parametrize("name, verdicts, category", [
-    ("right", ["PASS", "PASS", "PASS"], None),
-    ("wrong", ["FAIL", "PASS", "FAIL"], "wrong_logic_or_output"),
-    ("syntax", ["NOT_RUN"] * 3, "invalid_artifact"),
-    ("misnamed", ["ERROR"] * 3, "interface_or_grounding"),
-    ("raises", ["ERROR"] * 3, "wrong_logic_or_output"),
-    ("loops", ["TIMEOUT"] * 3, "wrong_logic_or_output"),
-])
+@pytest.mark.parametrize(
+    "name, verdicts, category",
+    [
+        ("right", ["PASS", "PASS", "PASS"], None),
+        ("wrong", ["FAIL", "PASS", "FAIL"], "wrong_logic_or_output"),
+        ("syntax", ["NOT_RUN"] * 3, "invalid_artifact"),
+        ("misnamed", ["ERROR"] * 3, "interface_or_grounding"),
+        ("raises", ["ERROR"] * 3, "wrong_logic_or_output"),
+        ("loops", ["TIMEOUT"] * 3, "wrong_logic_or_output"),
+    ],
+)
 def test_each_candidate_gets_per_case_verdicts_and_a_category(engine, tmp_path, name, verdicts, category):
     rows = evaluate(_release(tmp_path), [Candidate(SORT.task_id, "postgres", CANDIDATES[name])], {"postgres": engine})
     assert [r["verdict"] for r in rows] == verdicts
@@ -64,8 +76,11 @@ def test_each_candidate_gets_per_case_verdicts_and_a_category(engine, tmp_path, 
 def test_a_candidate_that_drops_objects_cannot_disturb_the_next(engine, tmp_path):
     release = _release(tmp_path)
     hostile = "DROP SCHEMA IF EXISTS public CASCADE; " + CANDIDATES["right"]
-    rows = evaluate(release, [Candidate(SORT.task_id, "postgres", hostile),
-                              Candidate(SORT.task_id, "postgres", CANDIDATES["right"])], {"postgres": engine})
+    rows = evaluate(
+        release,
+        [Candidate(SORT.task_id, "postgres", hostile), Candidate(SORT.task_id, "postgres", CANDIDATES["right"])],
+        {"postgres": engine},
+    )
     # Sessions run as an unprivileged role: the DROP is refused (42501), so the hostile candidate does
     # not install; the next one is untouched.
     assert [r["verdict"] for r in rows] == ["NOT_RUN"] * 3 + ["PASS"] * 3
@@ -74,8 +89,9 @@ def test_a_candidate_that_drops_objects_cannot_disturb_the_next(engine, tmp_path
 
 def test_metrics_and_reference_errors(engine, tmp_path):
     release = _release(tmp_path)
-    rows = evaluate(release, [Candidate(SORT.task_id, "postgres", CANDIDATES[n]) for n in ("right", "wrong")],
-                    {"postgres": engine})
+    rows = evaluate(
+        release, [Candidate(SORT.task_id, "postgres", CANDIDATES[n]) for n in ("right", "wrong")], {"postgres": engine}
+    )
     summary = summarize(rows)["mbpp/postgres"]
     assert summary["tasks"] == 1 and summary["reference_errors"] == 0  # both candidates are one task id
     broken = [{**r, "category": "reference_error"} for r in rows[:3]]
@@ -83,9 +99,17 @@ def test_metrics_and_reference_errors(engine, tmp_path):
 
 
 def test_scores_count_every_task():
-    rows = [{"task_id": t, "subset": "mbpp", "dialect": "postgres", "case": c, "verdict": v,
-             "category": None if v == "PASS" else "wrong_logic_or_output"}
-            for t, c, v in [("a", 1, "PASS"), ("a", 2, "PASS"), ("b", 1, "PASS"), ("b", 2, "FAIL")]]
+    rows = [
+        {
+            "task_id": t,
+            "subset": "mbpp",
+            "dialect": "postgres",
+            "case": c,
+            "verdict": v,
+            "category": None if v == "PASS" else "wrong_logic_or_output",
+        }
+        for t, c, v in [("a", 1, "PASS"), ("a", 2, "PASS"), ("b", 1, "PASS"), ("b", 2, "FAIL")]
+    ]
     assert summarize(rows)["mbpp/postgres"]["mean_test_pass@1"] == 0.75
     assert summarize(rows)["mbpp/postgres"]["suite_pass@1"] == 0.5
 

@@ -37,14 +37,17 @@ def test_constant_arithmetic_is_folded_but_names_are_not():
     assert err.value.reason_code == "non_literal_expression"
 
 
-@pytest.mark.parametrize("source, reason", [
-    ("assert f(1) != 2", "unsupported_assert_form"),
-    ("assert f(x=1) == 2", "keyword_arguments"),
-    ("assert f(1j) == 2", "unsupported_value_type"),
-    ("assert f(1) == (", "syntax_error"),
-    ("x = 1", "unsupported_assert_form"),
-    ("assert f(__import__('os').system('id')) == 0", "non_literal_expression"),
-])
+@pytest.mark.parametrize(
+    "source, reason",
+    [
+        ("assert f(1) != 2", "unsupported_assert_form"),
+        ("assert f(x=1) == 2", "keyword_arguments"),
+        ("assert f(1j) == 2", "unsupported_value_type"),
+        ("assert f(1) == (", "syntax_error"),
+        ("x = 1", "unsupported_assert_form"),
+        ("assert f(__import__('os').system('id')) == 0", "non_literal_expression"),
+    ],
+)
 def test_rejection_reasons(source, reason):
     with pytest.raises(ExtractionError) as err:
         parse_assert(source)
@@ -62,12 +65,15 @@ def test_extract_mbpp_keeps_good_cases_and_drops_bad_ones_at_case_level():
     assert [(r.level, r.reason_code) for r in dropped] == [("case", "non_literal_expression")]
 
 
-@pytest.mark.parametrize("tests, setup, reason", [
-    (["assert f(1, 2) == 1", "assert g(1, 2) == 1"], "", "inconsistent_entry_point"),
-    (["assert f(1, 2) == 1"], "root = Node(1)", "needs_setup_code"),
-    (["assert h(1) == 1"], "", "entry_point_not_defined"),
-    (["assert f(q, 2) == 1"], "", "non_literal_expression"),
-])
+@pytest.mark.parametrize(
+    "tests, setup, reason",
+    [
+        (["assert f(1, 2) == 1", "assert g(1, 2) == 1"], "", "inconsistent_entry_point"),
+        (["assert f(1, 2) == 1"], "root = Node(1)", "needs_setup_code"),
+        (["assert h(1) == 1"], "", "entry_point_not_defined"),
+        (["assert f(q, 2) == 1"], "", "non_literal_expression"),
+    ],
+)
 def test_extract_mbpp_task_rejections(tests, setup, reason):
     with pytest.raises(ExtractionError) as err:
         extract_mbpp(_problem(tests, setup=setup))
@@ -90,9 +96,18 @@ def test_restore_tuples_follows_the_example_assertion():
 
 def test_plan_mbpp_plus_restores_tuples_and_reads_set_comparison_from_the_prompt():
     problem = RawProblem(
-        "mbpp_plus", "Mbpp/2", "x.jsonl", 1, "shared elements", "similar", "def similar(a, b):\n    return a",
-        ["assert similar((3, 4), (4, 5)) == (4,)"], base_input=[[[3, 4], [4, 5]]], plus_input=[[[1], [1]]],
-        extra={"prompt": '"""\nshared\nassert set(similar((3, 4), (4, 5))) == set((4,))\n"""'})
+        "mbpp_plus",
+        "Mbpp/2",
+        "x.jsonl",
+        1,
+        "shared elements",
+        "similar",
+        "def similar(a, b):\n    return a",
+        ["assert similar((3, 4), (4, 5)) == (4,)"],
+        base_input=[[[3, 4], [4, 5]]],
+        plus_input=[[[1], [1]]],
+        extra={"prompt": '"""\nshared\nassert set(similar((3, 4), (4, 5))) == set((4,))\n"""'},
+    )
     plan = plan_mbpp_plus(problem)
     assert plan.comparison.unordered
     assert [args for _, args in plan.inputs] == [((3, 4), (4, 5)), ((1,), (1,))]

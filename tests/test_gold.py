@@ -59,12 +59,15 @@ def tiny(tmp_path_factory):
 
 # ---- readers ---------------------------------------------------------------------------------
 
+
 def test_read_spider_dev_pairs_questions_with_gold_lines(tmp_path):
     (tmp_path / "dev.json").write_text('[{"db_id": "a", "question": "How many?"}, {"db_id": "b", "question": "Q2"}]')
     (tmp_path / "dev_gold.sql").write_text("SELECT count(*) FROM t\ta\nSELECT x FROM u\tb\n")
     queries = gold.read_spider_dev(tmp_path / "dev.json", tmp_path / "dev_gold.sql")
-    assert queries == [gold.GoldQuery("0", "a", "How many?", "SELECT count(*) FROM t", "dev"),
-                       gold.GoldQuery("1", "b", "Q2", "SELECT x FROM u", "dev")]
+    assert queries == [
+        gold.GoldQuery("0", "a", "How many?", "SELECT count(*) FROM t", "dev"),
+        gold.GoldQuery("1", "b", "Q2", "SELECT x FROM u", "dev"),
+    ]
 
 
 def test_read_spider_dev_rejects_a_db_mismatch(tmp_path):
@@ -78,7 +81,9 @@ def test_read_train_gold_numbers_lines_and_names_a_malformed_one(tmp_path):
     path = tmp_path / "train_gold.sql"
     path.write_text("SELECT 1\tdb1\n\nSELECT 2\tdb2\n")
     assert [(q.source_id, q.db_id, q.sql, q.split) for q in gold.read_train_gold(path)] == [
-        ("1", "db1", "SELECT 1", "train"), ("3", "db2", "SELECT 2", "train")]
+        ("1", "db1", "SELECT 1", "train"),
+        ("3", "db2", "SELECT 2", "train"),
+    ]
     path.write_text("SELECT 1\tdb1\nSELECT 2 without a database\n")
     with pytest.raises(gold.GoldFormatError, match=r"train_gold\.sql:2"):
         gold.read_train_gold(path)
@@ -87,79 +92,133 @@ def test_read_train_gold_numbers_lines_and_names_a_malformed_one(tmp_path):
 # ---- rewrite rules, one by one (exact output) ------------------------------------------------
 
 RULE_CASES = [
-    ("double_quoted_strings", 'SELECT Name FROM singer WHERE Country = "France" AND "Name" = "x"',
-     "SELECT Name FROM singer WHERE Country = 'France' AND \"Name\" = 'x'",
-     "SELECT Name FROM singer WHERE Country = 'France' AND \"Name\" = 'x'"),
-    ("bare_columns", "SELECT Name, max(Age) FROM singer",
-     "SELECT (ARRAY_AGG(Name ORDER BY Age DESC NULLS LAST, singer.ctid))[1], MAX(Age) FROM singer",
-     "SELECT MAX(Name) KEEP (DENSE_RANK FIRST ORDER BY Age DESC NULLS LAST, singer.ROWID), MAX(Age) FROM singer"),
-    ("bare_columns", "SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
-                     "GROUP BY T1.singer_id",
-     "SELECT MIN(T2.Name), COUNT(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
-     "GROUP BY T1.singer_id",
-     "SELECT MIN(T2.Name), COUNT(*) FROM concert T1 JOIN singer T2 ON T1.singer_id = T2.Singer_ID "
-     "GROUP BY T1.singer_id"),
-    ("text_affinity_comparison", "SELECT title FROM concert WHERE Year = 2014 OR Year IN (2015, 2016.5)",
-     "SELECT title FROM concert WHERE Year = '2014' OR Year IN ('2015', '2016.5')",
-     "SELECT title FROM concert WHERE Year = '2014' OR Year IN ('2015', '2016.5')"),
-    ("text_affinity_comparison", "SELECT Name FROM singer WHERE Age > '30' AND Age BETWEEN '1' AND '99'",
-     "SELECT Name FROM singer WHERE Age > 30 AND Age BETWEEN 1 AND 99",
-     "SELECT Name FROM singer WHERE Age > 30 AND Age BETWEEN 1 AND 99"),
-    ("text_affinity_comparison", "SELECT Name FROM singer WHERE Age = 'null' OR Age < 'abc' OR 'x' < Age",
-     "SELECT Name FROM singer WHERE Age <> Age OR Age = Age OR Age <> Age",
-     "SELECT Name FROM singer WHERE Age <> Age OR Age = Age OR Age <> Age"),
-    ("text_affinity_comparison", "SELECT title FROM concert WHERE Start > '2015-06' AND Start < '2016' AND Year < 2016",
-     "SELECT title FROM concert WHERE CAST(Start AS TEXT) > '2015-06' AND Start <> Start AND Year < '2016'",
-     "SELECT title FROM concert WHERE TO_CHAR(Start, 'YYYY-MM-DD HH24:MI:SS') > '2015-06' AND Start <> Start "
-     "AND Year < '2016'"),
-    ("mixed_affinity_comparison", "SELECT Name FROM singer WHERE Singer_ID NOT IN (SELECT singer_id FROM concert)",
-     "SELECT Name FROM singer WHERE NOT CAST(Singer_ID AS TEXT) IN (SELECT singer_id FROM concert)",
-     "SELECT Name FROM singer WHERE NOT CAST(Singer_ID AS VARCHAR2(4000)) IN (SELECT singer_id FROM concert)"),
-    ("mixed_affinity_comparison", "SELECT T1.title FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID",
-     "SELECT T1.title FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = CAST(T2.Singer_ID AS TEXT)",
-     "SELECT T1.title FROM concert T1 JOIN singer T2 ON T1.singer_id = CAST(T2.Singer_ID AS VARCHAR2(4000))"),
-    ("text_arithmetic", "SELECT avg(Year) FROM concert",
-     "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
-     r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END) FROM concert",
-     "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
-     r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END) FROM concert"),
-    ("text_arithmetic", "SELECT Year - 1 FROM concert",
-     "SELECT CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
-     r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END - 1 "
-     "FROM concert",
-     "SELECT CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
-     r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END - 1 FROM concert"),
-    ("like_case_insensitive", "SELECT Name FROM singer WHERE Name LIKE '%an%' OR Age NOT LIKE '3%'",
-     "SELECT Name FROM singer WHERE Name ILIKE '%an%' OR NOT CAST(Age AS TEXT) ILIKE '3%'",
-     "SELECT Name FROM singer WHERE UPPER(Name) LIKE UPPER('%an%') OR NOT UPPER(CAST(Age AS VARCHAR2(4000))) "
-     "LIKE UPPER('3%')"),
-    ("like_case_insensitive", "SELECT Name FROM singer WHERE Name LIKE 'ZOË%'",
-     "SELECT Name FROM singer WHERE TRANSLATE(Name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') "
-     "LIKE TRANSLATE('ZOË%', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')",
-     "SELECT Name FROM singer WHERE TRANSLATE(Name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') "
-     "LIKE TRANSLATE('ZOË%', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"),
-    ("integer_division", "SELECT Age / 3, Net_Worth / 2 FROM singer",
-     "SELECT Age / NULLIF(3, 0), Net_Worth / NULLIF(2, 0) FROM singer",
-     "SELECT TRUNC(Age / NULLIF(3, 0)), Net_Worth / NULLIF(2, 0) FROM singer"),
-    ("cross_join", "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2",
-     "SELECT T1.Name FROM singer AS T1 CROSS JOIN concert AS T2",
-     "SELECT T1.Name FROM singer T1 CROSS JOIN concert T2"),
-    ("sqlite_tie_order", "SELECT Name FROM singer ORDER BY Age DESC LIMIT 2",
-     "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST, singer.ctid NULLS FIRST LIMIT 2",
-     "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST, singer.ROWID NULLS FIRST FETCH FIRST 2 ROWS ONLY"),
-    ("sqlite_tie_order", "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1",
-     "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST LIMIT 1",
-     "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST "
-     "FETCH FIRST 1 ROWS ONLY"),
-    ("names",
-     'SELECT "Home Town", singer.Name, T."order" FROM Singer JOIN concert AS T ON T.singer_id = singer.Singer_ID',
-     'SELECT "home town", singer.name, T."order" FROM singer JOIN concert AS T ON T.singer_id = singer.singer_id',
-     'SELECT "HOME TOWN", SINGER.NAME, T."ORDER" FROM SINGER JOIN CONCERT T ON T.SINGER_ID = SINGER.SINGER_ID'),
+    (
+        "double_quoted_strings",
+        'SELECT Name FROM singer WHERE Country = "France" AND "Name" = "x"',
+        "SELECT Name FROM singer WHERE Country = 'France' AND \"Name\" = 'x'",
+        "SELECT Name FROM singer WHERE Country = 'France' AND \"Name\" = 'x'",
+    ),
+    (
+        "bare_columns",
+        "SELECT Name, max(Age) FROM singer",
+        "SELECT (ARRAY_AGG(Name ORDER BY Age DESC NULLS LAST, singer.ctid))[1], MAX(Age) FROM singer",
+        "SELECT MAX(Name) KEEP (DENSE_RANK FIRST ORDER BY Age DESC NULLS LAST, singer.ROWID), MAX(Age) FROM singer",
+    ),
+    (
+        "bare_columns",
+        "SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
+        "GROUP BY T1.singer_id",
+        "SELECT MIN(T2.Name), COUNT(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
+        "GROUP BY T1.singer_id",
+        "SELECT MIN(T2.Name), COUNT(*) FROM concert T1 JOIN singer T2 ON T1.singer_id = T2.Singer_ID "
+        "GROUP BY T1.singer_id",
+    ),
+    (
+        "text_affinity_comparison",
+        "SELECT title FROM concert WHERE Year = 2014 OR Year IN (2015, 2016.5)",
+        "SELECT title FROM concert WHERE Year = '2014' OR Year IN ('2015', '2016.5')",
+        "SELECT title FROM concert WHERE Year = '2014' OR Year IN ('2015', '2016.5')",
+    ),
+    (
+        "text_affinity_comparison",
+        "SELECT Name FROM singer WHERE Age > '30' AND Age BETWEEN '1' AND '99'",
+        "SELECT Name FROM singer WHERE Age > 30 AND Age BETWEEN 1 AND 99",
+        "SELECT Name FROM singer WHERE Age > 30 AND Age BETWEEN 1 AND 99",
+    ),
+    (
+        "text_affinity_comparison",
+        "SELECT Name FROM singer WHERE Age = 'null' OR Age < 'abc' OR 'x' < Age",
+        "SELECT Name FROM singer WHERE Age <> Age OR Age = Age OR Age <> Age",
+        "SELECT Name FROM singer WHERE Age <> Age OR Age = Age OR Age <> Age",
+    ),
+    (
+        "text_affinity_comparison",
+        "SELECT title FROM concert WHERE Start > '2015-06' AND Start < '2016' AND Year < 2016",
+        "SELECT title FROM concert WHERE CAST(Start AS TEXT) > '2015-06' AND Start <> Start AND Year < '2016'",
+        "SELECT title FROM concert WHERE TO_CHAR(Start, 'YYYY-MM-DD HH24:MI:SS') > '2015-06' AND Start <> Start "
+        "AND Year < '2016'",
+    ),
+    (
+        "mixed_affinity_comparison",
+        "SELECT Name FROM singer WHERE Singer_ID NOT IN (SELECT singer_id FROM concert)",
+        "SELECT Name FROM singer WHERE NOT CAST(Singer_ID AS TEXT) IN (SELECT singer_id FROM concert)",
+        "SELECT Name FROM singer WHERE NOT CAST(Singer_ID AS VARCHAR2(4000)) IN (SELECT singer_id FROM concert)",
+    ),
+    (
+        "mixed_affinity_comparison",
+        "SELECT T1.title FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID",
+        "SELECT T1.title FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = CAST(T2.Singer_ID AS TEXT)",
+        "SELECT T1.title FROM concert T1 JOIN singer T2 ON T1.singer_id = CAST(T2.Singer_ID AS VARCHAR2(4000))",
+    ),
+    (
+        "text_arithmetic",
+        "SELECT avg(Year) FROM concert",
+        "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END) FROM concert",
+        "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
+        r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END) FROM concert",
+    ),
+    (
+        "text_arithmetic",
+        "SELECT Year - 1 FROM concert",
+        "SELECT CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END - 1 "
+        "FROM concert",
+        "SELECT CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
+        r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END - 1 FROM concert",
+    ),
+    (
+        "like_case_insensitive",
+        "SELECT Name FROM singer WHERE Name LIKE '%an%' OR Age NOT LIKE '3%'",
+        "SELECT Name FROM singer WHERE Name ILIKE '%an%' OR NOT CAST(Age AS TEXT) ILIKE '3%'",
+        "SELECT Name FROM singer WHERE UPPER(Name) LIKE UPPER('%an%') OR NOT UPPER(CAST(Age AS VARCHAR2(4000))) "
+        "LIKE UPPER('3%')",
+    ),
+    (
+        "like_case_insensitive",
+        "SELECT Name FROM singer WHERE Name LIKE 'ZOË%'",
+        "SELECT Name FROM singer WHERE TRANSLATE(Name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') "
+        "LIKE TRANSLATE('ZOË%', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')",
+        "SELECT Name FROM singer WHERE TRANSLATE(Name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') "
+        "LIKE TRANSLATE('ZOË%', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')",
+    ),
+    (
+        "integer_division",
+        "SELECT Age / 3, Net_Worth / 2 FROM singer",
+        "SELECT Age / NULLIF(3, 0), Net_Worth / NULLIF(2, 0) FROM singer",
+        "SELECT TRUNC(Age / NULLIF(3, 0)), Net_Worth / NULLIF(2, 0) FROM singer",
+    ),
+    (
+        "cross_join",
+        "SELECT T1.Name FROM singer AS T1 JOIN concert AS T2",
+        "SELECT T1.Name FROM singer AS T1 CROSS JOIN concert AS T2",
+        "SELECT T1.Name FROM singer T1 CROSS JOIN concert T2",
+    ),
+    (
+        "sqlite_tie_order",
+        "SELECT Name FROM singer ORDER BY Age DESC LIMIT 2",
+        "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST, singer.ctid NULLS FIRST LIMIT 2",
+        "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST, singer.ROWID NULLS FIRST FETCH FIRST 2 ROWS ONLY",
+    ),
+    (
+        "sqlite_tie_order",
+        "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1",
+        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST LIMIT 1",
+        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST "
+        "FETCH FIRST 1 ROWS ONLY",
+    ),
+    (
+        "names",
+        'SELECT "Home Town", singer.Name, T."order" FROM Singer JOIN concert AS T ON T.singer_id = singer.Singer_ID',
+        'SELECT "home town", singer.name, T."order" FROM singer JOIN concert AS T ON T.singer_id = singer.singer_id',
+        'SELECT "HOME TOWN", SINGER.NAME, T."ORDER" FROM SINGER JOIN CONCERT T ON T.SINGER_ID = SINGER.SINGER_ID',
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "sql", "postgres", "oracle"), RULE_CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(RULE_CASES)])
+@pytest.mark.parametrize(
+    ("rule", "sql", "postgres", "oracle"), RULE_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(RULE_CASES)]
+)
 def test_rule_exact_output(tiny, rule, sql, postgres, oracle):
     _, pg, ora = tiny
     assert gold.apply_rule(rule, sql, pg, "postgres") == postgres
@@ -175,8 +234,8 @@ def test_tie_order_follows_sqlites_group_plan(tiny):
     _, pg, _ = tiny
     sql = "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1"
     assert gold.apply_rule("sqlite_tie_order", sql, pg, "postgres", plan=["SCAN singer USING INDEX i"]) == (
-        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country ASC NULLS FIRST "
-        "LIMIT 1")
+        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country ASC NULLS FIRST LIMIT 1"
+    )
 
 
 def test_sqlite_only_syntax_is_a_transpile_error(tiny):
@@ -191,11 +250,14 @@ def test_sqlite_only_syntax_is_a_transpile_error(tiny):
 
 def test_full_transpile_maps_names_and_parses_in_oracle(tiny):
     _, pg, ora = tiny
-    sql = 'SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID ' \
-          'WHERE T2.Country = "France" GROUP BY T1.singer_id'
+    sql = (
+        "SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
+        'WHERE T2.Country = "France" GROUP BY T1.singer_id'
+    )
     assert gold.transpile(sql, pg) == (
         "SELECT MIN(T2.name), COUNT(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = "
-        "CAST(T2.singer_id AS TEXT) WHERE T2.country = 'France' GROUP BY T1.singer_id")
+        "CAST(T2.singer_id AS TEXT) WHERE T2.country = 'France' GROUP BY T1.singer_id"
+    )
     oracle = gold.transpile(sql, ora, "oracle")
     assert "SINGER T2" in oracle and "'France'" in oracle
     assert sqlglot.parse_one(oracle, read="oracle") is not None
@@ -209,25 +271,29 @@ def test_has_outer_order():
 
 # ---- compare ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("source", "target", "ordered", "equal"), [
-    ([(1.0,)], [(decimal.Decimal("1.0000001"),)], False, True),  # within rel 1e-6
-    ([(1.0,)], [(decimal.Decimal("1.01"),)], False, False),
-    ([(0.30000000000000004,)], [(0.3,)], False, True),
-    ([(1e-12,)], [(0.0,)], False, True),  # absolute tolerance near zero
-    ([(3,)], [(decimal.Decimal("3"),)], False, True),
-    ([("2020-01-02",)], [(dt.date(2020, 1, 2),)], False, True),
-    ([("2020-01-02 03:04:05",)], [(dt.datetime(2020, 1, 2, 3, 4, 5),)], False, True),
-    ([(1,), (0,)], [(True,), (False,)], False, True),
-    ([(None,)], [(None,)], False, True),
-    ([(None,)], [("",)], False, False),
-    ([("5",)], [(5,)], False, True),  # a column one side returns as text, the other as a number
-    ([("5",)], [("5.0",)], False, False),  # both text: compared as text
-    ([(1,), (2,)], [(2,), (1,)], False, True),
-    ([(1,), (2,)], [(2,), (1,)], True, False),
-    ([("a",), ("a",), ("b",)], [("a",), ("b",), ("b",)], False, False),  # multisets, not sets
-    ([(1, "x")], [(1, "x"), (1, "x")], False, False),
-    ([], [], True, True),
-])
+
+@pytest.mark.parametrize(
+    ("source", "target", "ordered", "equal"),
+    [
+        ([(1.0,)], [(decimal.Decimal("1.0000001"),)], False, True),  # within rel 1e-6
+        ([(1.0,)], [(decimal.Decimal("1.01"),)], False, False),
+        ([(0.30000000000000004,)], [(0.3,)], False, True),
+        ([(1e-12,)], [(0.0,)], False, True),  # absolute tolerance near zero
+        ([(3,)], [(decimal.Decimal("3"),)], False, True),
+        ([("2020-01-02",)], [(dt.date(2020, 1, 2),)], False, True),
+        ([("2020-01-02 03:04:05",)], [(dt.datetime(2020, 1, 2, 3, 4, 5),)], False, True),
+        ([(1,), (0,)], [(True,), (False,)], False, True),
+        ([(None,)], [(None,)], False, True),
+        ([(None,)], [("",)], False, False),
+        ([("5",)], [(5,)], False, True),  # a column one side returns as text, the other as a number
+        ([("5",)], [("5.0",)], False, False),  # both text: compared as text
+        ([(1,), (2,)], [(2,), (1,)], False, True),
+        ([(1,), (2,)], [(2,), (1,)], True, False),
+        ([("a",), ("a",), ("b",)], [("a",), ("b",), ("b",)], False, False),  # multisets, not sets
+        ([(1, "x")], [(1, "x"), (1, "x")], False, False),
+        ([], [], True, True),
+    ],
+)
 def test_compare(source, target, ordered, equal):
     assert gold.compare(source, target, ordered).equal is equal
 
@@ -246,21 +312,29 @@ E2E = [
     ("identical", "SELECT Name FROM singer ORDER BY Age"),  # NULL first, then ties in rowid order
     ("identical", "SELECT Name FROM singer ORDER BY Age DESC LIMIT 2"),
     ("identical", "SELECT Name, max(Age) FROM singer"),
-    ("identical", "SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
-                  "GROUP BY T1.singer_id"),
+    (
+        "identical",
+        "SELECT T2.Name, count(*) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID "
+        "GROUP BY T1.singer_id",
+    ),
     ("identical", "SELECT title FROM concert WHERE Year = 2014 ORDER BY title"),
     ("identical", "SELECT Name FROM singer WHERE Name LIKE '%o''b%' OR Name LIKE 'ZOË%' OR Name LIKE 'zoë%'"),
     ("identical", "SELECT avg(Net_Worth), sum(Net_Worth), min(Net_Worth) FROM singer"),
     ("identical", "SELECT Name, Birth FROM singer WHERE Birth > '1960-01-01'"),
     ("identical", "SELECT Country, count(*) FROM singer GROUP BY Country ORDER BY count(*) DESC"),
     ("identical", "SELECT Name FROM singer WHERE Singer_ID NOT IN (SELECT singer_id FROM concert)"),
-    ("identical", "SELECT avg(Year), Age / 10 FROM concert JOIN singer ON concert.singer_id = singer.Singer_ID "
-                  "GROUP BY Age"),
+    (
+        "identical",
+        "SELECT avg(Year), Age / 10 FROM concert JOIN singer ON concert.singer_id = singer.Singer_ID GROUP BY Age",
+    ),
     ("identical", 'SELECT "Home Town" FROM singer WHERE "Home Town" LIKE \'z%\''),
     ("identical", "SELECT title, Start FROM concert WHERE Start < '2015-12-31' ORDER BY Start"),
     ("identical", "SELECT Name FROM singer WHERE Age <> 'unknown' AND Birth > '1970' AND Country LIKE 'f%'"),
-    ("identical", "SELECT T1.Name FROM singer AS T1 WHERE T1.Singer_ID IN (SELECT T1.Singer_ID FROM concert AS T2 "
-                  "GROUP BY T2.Year)"),  # an outer reference in a grouped subquery is not a bare column
+    (
+        "identical",
+        "SELECT T1.Name FROM singer AS T1 WHERE T1.Singer_ID IN (SELECT T1.Singer_ID FROM concert AS T2 "
+        "GROUP BY T2.Year)",
+    ),  # an outer reference in a grouped subquery is not a bare column
     ("source_error", "SELECT nosuch FROM singer"),
     ("transpile_error", "SELECT Name FROM singer WHERE Name GLOB 'J*'"),
     ("runtime_error", "SELECT abs(Name) FROM singer"),  # SQLite reads text as 0; PostgreSQL has no abs(text)
@@ -297,8 +371,11 @@ def test_end_to_end_details(e2e_results):
         if r.cls != "transpile_error":
             assert r.postgres_sql and r.oracle_sql and not r.oracle_error
             assert sqlglot.parse_one(r.oracle_sql, read="oracle") is not None
-    assert gold.summarize(e2e_results) == {"total": len(E2E), "identical": 17, "mismatch": {
-        "source_error": 1, "transpile_error": 1, "runtime_error": 1, "result_mismatch": 1}}
+    assert gold.summarize(e2e_results) == {
+        "total": len(E2E),
+        "identical": 17,
+        "mismatch": {"source_error": 1, "transpile_error": 1, "runtime_error": 1, "result_mismatch": 1},
+    }
 
 
 # ---- the full mirror -------------------------------------------------------------------------

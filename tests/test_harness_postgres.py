@@ -35,19 +35,23 @@ def test_a_correct_function_passes_every_case(pg_engine):
     assert verdict.all_passed and verdict.passed == 3
 
 
-@pytest.mark.parametrize("body, expected", [
-    ("  RETURN NULL;", {1: "FAIL", 2: "FAIL", 3: "FAIL"}),  # NULL is not an empty array, nor a value
-    ("  RETURN ARRAY(SELECT x FROM unnest(xs) AS x ORDER BY x DESC);", {1: "FAIL", 2: "PASS", 3: "FAIL"}),
-    ("  RETURN xs;", {1: "FAIL", 2: "PASS", 3: "FAIL"}),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("  RETURN NULL;", {1: "FAIL", 2: "FAIL", 3: "FAIL"}),  # NULL is not an empty array, nor a value
+        ("  RETURN ARRAY(SELECT x FROM unnest(xs) AS x ORDER BY x DESC);", {1: "FAIL", 2: "PASS", 3: "FAIL"}),
+        ("  RETURN xs;", {1: "FAIL", 2: "PASS", 3: "FAIL"}),
+    ],
+)
 def test_wrong_functions_fail_the_cases_they_get_wrong(pg_engine, body, expected):
     verdict = run_block(pg_engine, SORT_TASK, body)
     assert verdict.verdicts == expected and not verdict.all_passed
 
 
 def test_a_raising_function_reports_error_per_case_and_the_block_goes_on(pg_engine):
-    verdict = run_block(pg_engine, SORT_TASK, "  IF cardinality(xs) = 0 THEN RETURN xs; END IF;\n"
-                                              "  RAISE EXCEPTION 'boom';")
+    verdict = run_block(
+        pg_engine, SORT_TASK, "  IF cardinality(xs) = 0 THEN RETURN xs; END IF;\n  RAISE EXCEPTION 'boom';"
+    )
     assert verdict.verdicts[2] == "PASS"
     assert verdict.verdicts[1].startswith("ERROR P0001: boom") and verdict.complete
 
@@ -120,6 +124,8 @@ def test_task_functions_named_like_builtins_are_the_ones_called(pg_engine, entry
 def test_lists_of_dicts_get_a_wrapper_distinct_from_the_pair_type(pg_engine):
     task = typed_task(["n"], [((2,), [{}, {1: 2}]), ((0,), [])])
     em = TaskEmitter(task, "postgres")
-    assert em.setup_statements() == ["CREATE TYPE plb_kv_i8_i8 AS (k bigint, v bigint);",
-                                     "CREATE TYPE plb_dict_i8_i8 AS (items plb_kv_i8_i8[]);"]
+    assert em.setup_statements() == [
+        "CREATE TYPE plb_kv_i8_i8 AS (k bigint, v bigint);",
+        "CREATE TYPE plb_dict_i8_i8 AS (items plb_kv_i8_i8[]);",
+    ]
     assert validate_task(pg_engine, task).status == "passed"

@@ -52,9 +52,19 @@ def _sandbox_children() -> list[int]:
 
 
 def _plus(n: int, entry: str, code: str, inputs: list[list]) -> RawProblem:
-    return RawProblem("mbpp_plus", f"Mbpp/{n}", "mbpp_plus/hostile.jsonl", n, f"Task {n}.", entry, code,
-                      [f"assert {entry}(1) == 1"], base_input=inputs, plus_input=[],
-                      extra={"prompt": f'"""\nTask {n}.\nassert {entry}(1) == 1\n"""\n'})
+    return RawProblem(
+        "mbpp_plus",
+        f"Mbpp/{n}",
+        "mbpp_plus/hostile.jsonl",
+        n,
+        f"Task {n}.",
+        entry,
+        code,
+        [f"assert {entry}(1) == 1"],
+        base_input=inputs,
+        plus_input=[],
+        extra={"prompt": f'"""\nTask {n}.\nassert {entry}(1) == 1\n"""\n'},
+    )
 
 
 @pytest.fixture
@@ -75,23 +85,31 @@ def test_hostile_references_are_rejected_with_a_reason_and_the_build_goes_on(lis
         "module_loop": ("while True:\n    pass\ndef f(x):\n    return x\n", "reference_timeout"),
         "memory": ("def f(x):\n    return bytearray(1 << 40)\n", "reference_raised"),
         # grows to the 1 GiB address-space limit: MemoryError, or the case budget runs out first
-        "memory_growth": ("def f(x):\n    hog = [0] * 10 ** 6\n    while True:\n        hog = hog * 4\n",
-                          ("reference_raised", "reference_timeout")),
+        "memory_growth": (
+            "def f(x):\n    hog = [0] * 10 ** 6\n    while True:\n        hog = hog * 4\n",
+            ("reference_raised", "reference_timeout"),
+        ),
         "fork": ("import os\ndef f(x):\n    while True:\n        os.fork()\n", "reference_raised"),
-        "multiprocessing": ("import multiprocessing as mp\ndef f(x):\n    p = mp.Process(target=print)\n"
-                            "    p.start()\n    return x\n", "reference_raised"),
-        "socket": (f"import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', {port}))\n"
-                   "    return x\n", "reference_raised"),
-        "raw_socket": (f"import socket\ndef f(x):\n    socket.socket().connect(('127.0.0.1', {port}))\n"
-                       "    return x\n", "reference_raised"),
-        "write": (f"def f(x):\n    open({str(SENTINEL)!r}, 'w').write('escaped')\n    return x\n",
-                  "reference_raised"),
+        "multiprocessing": (
+            "import multiprocessing as mp\ndef f(x):\n    p = mp.Process(target=print)\n    p.start()\n    return x\n",
+            "reference_raised",
+        ),
+        "socket": (
+            f"import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', {port}))\n    return x\n",
+            "reference_raised",
+        ),
+        "raw_socket": (
+            f"import socket\ndef f(x):\n    socket.socket().connect(('127.0.0.1', {port}))\n    return x\n",
+            "reference_raised",
+        ),
+        "write": (f"def f(x):\n    open({str(SENTINEL)!r}, 'w').write('escaped')\n    return x\n", "reference_raised"),
         "remove": (f"import os\ndef f(x):\n    os.remove({str(SENTINEL)!r})\n    return x\n", "reference_raised"),
     }
     problems = [_plus(n, "f", code, [[1], [2]]) for n, (code, _) in enumerate(hostile.values(), start=1)]
     problems.append(_plus(99, "f", "def f(x):\n    return x * 2\n", [[1], [2]]))  # a good task after them
-    config = BuildConfig(workers=2, sandbox=SandboxLimits(cpu_seconds=5, memory_bytes=1 << 30,
-                                                          wall_seconds=4.0, case_seconds=0.5))
+    config = BuildConfig(
+        workers=2, sandbox=SandboxLimits(cpu_seconds=5, memory_bytes=1 << 30, wall_seconds=4.0, case_seconds=0.5)
+    )
     SENTINEL.write_text("mine")  # the `remove` reference must not delete it
     try:
         out = extract_test_cases([Ingested("mbpp_plus", problems, [], {})], config)
@@ -138,8 +156,10 @@ def loaded(pg_engine, tmp_path_factory):
     """A Spider-like database loaded by the real loader into schema s1_<name>; dropped afterwards."""
     path = tmp_path_factory.mktemp("hostile") / "shop.sqlite"
     with sqlite3.connect(path) as conn:
-        conn.executescript("CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT);"
-                           "INSERT INTO customer VALUES (1, 'Ann'), (2, 'Bob'), (3, 'Cy');")
+        conn.executescript(
+            "CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT);"
+            "INSERT INTO customer VALUES (1, 'Ann'), (2, 'Bob'), (3, 'Cy');"
+        )
     conn.close()
     ndb = normalize(read_sqlite(path, "spider1", DB_NAME, "spider/database/shop.sqlite"), "postgres")
     with pg_engine.connection() as conn:
@@ -152,11 +172,14 @@ def loaded(pg_engine, tmp_path_factory):
 def _intact(pg_engine, ndb) -> bool:
     with pg_engine.connection() as conn:
         tables = verify_postgres(conn, ndb)
-        columns = conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = %s",
-                               [ndb.schema_name]).fetchone()[0]
-        extra = conn.execute("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                             "WHERE n.nspname = %s AND c.relname <> 'customer' AND c.relkind = 'r'",
-                             [ndb.schema_name]).fetchone()[0]
+        columns = conn.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = %s", [ndb.schema_name]
+        ).fetchone()[0]
+        extra = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname <> 'customer' AND c.relkind = 'r'",
+            [ndb.schema_name],
+        ).fetchone()[0]
     return all(t["rows_match"] and t["checksum_match"] for t in tables.values()) and columns == 2 and extra == 0
 
 
@@ -171,21 +194,24 @@ def test_sessions_run_as_an_unprivileged_role(pg_engine):
         assert session.execute("COPY (SELECT 1) TO PROGRAM 'true'").error.code == "42501"
 
 
-@pytest.mark.parametrize("attack", [
-    "DROP TABLE customer",
-    "DROP TABLE customer; COMMIT",
-    "DROP SCHEMA {schema} CASCADE; COMMIT",
-    "ALTER TABLE customer ADD COLUMN evil int; COMMIT",
-    "ALTER TABLE customer RENAME TO gone; COMMIT",
-    "DELETE FROM customer; COMMIT",
-    "UPDATE customer SET name = 'x'; COMMIT",
-    "TRUNCATE customer; COMMIT",
-    "ROLLBACK; INSERT INTO {schema}.customer VALUES (9, 'evil')",  # the rest of the string autocommits
-    "CREATE TABLE {schema}.evil (x int); COMMIT",
-    "CREATE FUNCTION {schema}.customer_count() RETURNS int LANGUAGE sql AS 'SELECT 0'; COMMIT",
-    "LOCK TABLE customer IN ACCESS EXCLUSIVE MODE",
-    "CREATE PROCEDURE wipe() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM customer; COMMIT; END $$; CALL wipe()",
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "DROP TABLE customer",
+        "DROP TABLE customer; COMMIT",
+        "DROP SCHEMA {schema} CASCADE; COMMIT",
+        "ALTER TABLE customer ADD COLUMN evil int; COMMIT",
+        "ALTER TABLE customer RENAME TO gone; COMMIT",
+        "DELETE FROM customer; COMMIT",
+        "UPDATE customer SET name = 'x'; COMMIT",
+        "TRUNCATE customer; COMMIT",
+        "ROLLBACK; INSERT INTO {schema}.customer VALUES (9, 'evil')",  # the rest of the string autocommits
+        "CREATE TABLE {schema}.evil (x int); COMMIT",
+        "CREATE FUNCTION {schema}.customer_count() RETURNS int LANGUAGE sql AS 'SELECT 0'; COMMIT",
+        "LOCK TABLE customer IN ACCESS EXCLUSIVE MODE",
+        "CREATE PROCEDURE wipe() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM customer; COMMIT; END $$; CALL wipe()",
+    ],
+)
 def test_a_candidate_cannot_change_a_loaded_database(pg_engine, loaded, attack):
     schema = loaded.schema_name
     with pg_engine.session(reads=(schema,)) as session:
@@ -202,8 +228,10 @@ def test_a_candidate_cannot_touch_the_catalog_or_the_search_path_of_the_next_ses
     with pg_engine.session() as session:
         assert session.execute("DROP FUNCTION pg_catalog.abs(bigint)").error.code == "42501"
         assert session.execute("ALTER FUNCTION pg_catalog.lower(text) RENAME TO low").error.code == "42501"
-        assert session.execute("CREATE FUNCTION public.upper(text) RETURNS text LANGUAGE sql "
-                               "AS 'SELECT ''x'''").error.code == "42501"
+        assert (
+            session.execute("CREATE FUNCTION public.upper(text) RETURNS text LANGUAGE sql AS 'SELECT ''x'''").error.code
+            == "42501"
+        )
         assert session.execute("SET search_path = public; SET statement_timeout = 0").ok
         # A role may set its own defaults; the engine's SET LOCALs win, and a new engine resets them.
         assert session.execute("ALTER ROLE plbench_candidate SET search_path = evil; COMMIT").ok
@@ -213,8 +241,10 @@ def test_a_candidate_cannot_touch_the_catalog_or_the_search_path_of_the_next_ses
         assert nxt.query("SELECT upper('a'), abs(-2::bigint)").rows == [("A", 2)]
     PostgresEngine.start(pg_engine._dsn, Path("unused")).close()
     with pg_engine.connection() as admin:
-        left = admin.execute("SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole "
-                             "WHERE r.rolname = %s", [CANDIDATE_ROLE]).fetchone()[0]
+        left = admin.execute(
+            "SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = %s",
+            [CANDIDATE_ROLE],
+        ).fetchone()[0]
     assert left == 0
 
 
@@ -239,14 +269,22 @@ SORT = typed_task(["xs"], [(([3, 1, 2],), (1, "min")), (([5],), (5, "min"))], en
 
 def _task_row(task) -> dict:
     art = emit_artifacts(task, "postgres")
-    return {"task_id": task.task_id, "subset": "mbpp", "dialect": "postgres", "setup_sql": art.setup_sql,
-            "test_block": art.test_block, "test_cases": art.test_cases, "replay_status": "passed"}
+    return {
+        "task_id": task.task_id,
+        "subset": "mbpp",
+        "dialect": "postgres",
+        "setup_sql": art.setup_sql,
+        "test_block": art.test_block,
+        "test_cases": art.test_cases,
+        "replay_status": "passed",
+    }
 
 
 def _lo_hi(body: str) -> str:
     rec = TaskEmitter(SORT, "postgres").dialect.sql_type(SORT.signature.returns, TaskEmitter(SORT, "postgres").env)
-    return (f"CREATE OR REPLACE FUNCTION lo_hi(xs bigint[]) RETURNS {rec} LANGUAGE plpgsql AS $$\n"
-            f"BEGIN\n{body}\nEND;\n$$;")
+    return (
+        f"CREATE OR REPLACE FUNCTION lo_hi(xs bigint[]) RETURNS {rec} LANGUAGE plpgsql AS $$\nBEGIN\n{body}\nEND;\n$$;"
+    )
 
 
 RIGHT = "RETURN ROW((SELECT min(x) FROM unnest(xs) x), 'min'::text);"
@@ -258,14 +296,16 @@ def test_candidates_that_break_the_harness_are_scored_as_failures_and_the_next_r
     fast = PostgresEngine.start(pg_engine._dsn, Path("unused"), statement_timeout_s=1.0)
     try:
         outcomes = {
-            name: evaluate_candidate(fast, row, code) for name, code in {
+            name: evaluate_candidate(fast, row, code)
+            for name, code in {
                 "loops": _lo_hi("LOOP END LOOP;"),
                 "drops_the_harness_type": _lo_hi(RIGHT) + f"\nDROP TYPE {rec} CASCADE; COMMIT;",
                 "commits_then_is_right": _lo_hi(RIGHT) + "\nCOMMIT;",
                 "leaves_a_transaction_open": "BEGIN; " + _lo_hi(RIGHT) + " SAVEPOINT mine;",
                 "holds_a_session_lock": _lo_hi(RIGHT) + "\nSELECT pg_advisory_lock(4242);",
                 "right": _lo_hi(RIGHT),
-            }.items()}
+            }.items()
+        }
         with fast.session() as other:  # the session lock went with the candidate's session
             assert other.query("SELECT pg_try_advisory_xact_lock(4242)").rows == [(True,)]
     finally:
@@ -326,15 +366,30 @@ def _catalog(root: Path, files: dict[str, bytes], dataset: str) -> dict:
 
 
 def _mbpp_line(n: int, text: str = "Add.") -> bytes:
-    return json.dumps({"task_id": n, "text": text, "code": f"def f{n}(x):\n    return x",
-                       "test_list": [f"assert f{n}(1) == 1"], "test_setup_code": ""}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "task_id": n,
+                "text": text,
+                "code": f"def f{n}(x):\n    return x",
+                "test_list": [f"assert f{n}(1) == 1"],
+                "test_setup_code": "",
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 def test_broken_mbpp_lines_are_rejections_naming_file_and_line_and_the_counts_reconcile(tmp_path):
     from plbench.pipeline import ingest
 
-    body = (_mbpp_line(1) + _mbpp_line(2, "caf\u00e9").replace(b"\\u00e9", b"\xe9")  # Latin-1 byte
-            + b"{not json\n" + _mbpp_line(4) + _mbpp_line(5)[:30])  # the file ends mid-record
+    body = (
+        _mbpp_line(1)
+        + _mbpp_line(2, "caf\u00e9").replace(b"\\u00e9", b"\xe9")  # Latin-1 byte
+        + b"{not json\n"
+        + _mbpp_line(4)
+        + _mbpp_line(5)[:30]
+    )  # the file ends mid-record
     config = BuildConfig(raw_dir=tmp_path, catalog=_catalog(tmp_path, {"mbpp/mbpp.jsonl": body}, "mbpp"))
     got = ingest(config, "mbpp")
     assert [p.source_id for p in got.problems] == ["1", "4"]
@@ -342,7 +397,7 @@ def test_broken_mbpp_lines_are_rejections_naming_file_and_line_and_the_counts_re
     assert details == {
         "2": "mbpp/mbpp.jsonl line 2: invalid UTF-8 (byte 0xe9 at offset 27)",
         "line:3": "mbpp/mbpp.jsonl line 3: invalid JSON (Expecting property name enclosed in double quotes "
-                  "at column 2)",
+        "at column 2)",
         "5": details["5"],
     }
     assert details["5"].startswith("mbpp/mbpp.jsonl line 5: invalid JSON")  # truncated, id still recovered
@@ -356,8 +411,11 @@ def test_a_truncated_or_tampered_raw_file_is_a_checksum_error(tmp_path):
     body = _mbpp_line(1) + _mbpp_line(2)
     config = BuildConfig(raw_dir=tmp_path, catalog=_catalog(tmp_path, {"mbpp/mbpp.jsonl": body}, "mbpp"))
     (tmp_path / "mbpp/mbpp.jsonl").write_bytes(body[:-7])  # cut short after the catalog was made
-    with pytest.raises(RawSourceError, match=r"mbpp/mbpp\.jsonl: checksum mismatch in the raw mirror .*expected sha256 "
-                                             + hashlib.sha256(body).hexdigest()):
+    with pytest.raises(
+        RawSourceError,
+        match=r"mbpp/mbpp\.jsonl: checksum mismatch in the raw mirror .*expected sha256 "
+        + hashlib.sha256(body).hexdigest(),
+    ):
         ingest(config, "mbpp")
 
 
@@ -389,8 +447,10 @@ def test_a_database_named_without_a_sqlite_file_rejects_each_of_its_questions(tm
     inputs = ingest_spider1(_spider(tmp_path))  # tables.json names "gone", which has no file
     assert inputs.missing == {"gone": "its SQLite file is not in the raw sources"}
     [rejected] = inputs.rejections
-    assert (rejected.reason_code, rejected.detail) == ("database_missing",
-                                                       "gone: its SQLite file is not in the raw sources")
+    assert (rejected.reason_code, rejected.detail) == (
+        "database_missing",
+        "gone: its SQLite file is not in the raw sources",
+    )
     assert inputs.input_count == len(SPIDER_DEV) == len(inputs.questions) + len(inputs.rejections)
 
 
@@ -398,15 +458,18 @@ def test_a_non_utf8_byte_in_a_sqlite_text_value_is_kept_and_recorded(tmp_path):
     path = tmp_path / "latin.sqlite"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT)")
-        conn.execute("INSERT INTO singer VALUES (1, 'Ann'), (2, CAST(X'4361666509' AS TEXT)), "
-                     "(3, CAST(X'42E96174' AS TEXT))")  # 'Cafe\t' is fine; 'B\xe9at' is Latin-1
+        conn.execute(
+            "INSERT INTO singer VALUES (1, 'Ann'), (2, CAST(X'4361666509' AS TEXT)), (3, CAST(X'42E96174' AS TEXT))"
+        )  # 'Cafe\t' is fine; 'B\xe9at' is Latin-1
     conn.close()
     db = read_sqlite(path, "spider1", "latin", "spider/database/latin/latin.sqlite")
     assert db.rows["singer"] == [(1, "Ann"), (2, "Cafe\t"), (3, "B\ufffdat")]  # no row dropped
     [decision] = [d for d in db.decisions if d["decision"] == "invalid_utf8_replaced"]
     assert decision["table"] == "singer"
-    assert decision["detail"] == ("spider/database/latin/latin.sqlite: 1 TEXT value(s) are not valid UTF-8, "
-                                  "kept with U+FFFD for the bad bytes: name row 3")
+    assert decision["detail"] == (
+        "spider/database/latin/latin.sqlite: 1 TEXT value(s) are not valid UTF-8, "
+        "kept with U+FFFD for the bad bytes: name row 3"
+    )
     assert any(d.get("decision") == "invalid_utf8_replaced" for d in normalize(db, "postgres").decisions)
 
 
@@ -444,8 +507,9 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
     data = tmp_path / "pg"
     server = pgserver.get_server(str(data), cleanup_mode=None)
     dsn = server.get_uri()
-    typed = [typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), [])], entry="s", source_id=str(i))
-             for i in range(120)]
+    typed = [
+        typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), [])], entry="s", source_id=str(i)) for i in range(120)
+    ]
     tasks = build_tasks(StageOutput(typed))
     config = BuildConfig(pg_dsn=dsn, workers=2, statement_timeout_s=5.0)
     outcome: dict[str, object] = {}
@@ -464,8 +528,13 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         thread.start()
         with psycopg.connect(dsn, autocommit=True) as watch:  # wait until replay sessions are running
             deadline = time.monotonic() + 30
-            while watch.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s",
-                                [CANDIDATE_ROLE]).fetchone()[0] == 0 and time.monotonic() < deadline:
+            while (
+                watch.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s", [CANDIDATE_ROLE]).fetchone()[
+                    0
+                ]
+                == 0
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.05)
         os.kill(postmaster(), signal.SIGQUIT)  # immediate shutdown: every backend dies at once
         thread.join(60)
@@ -486,15 +555,23 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
 
 # ---- property: literals of every supported type round-trip through PostgreSQL --------------------
 
+
 def _strategies():
     from hypothesis import strategies as st
 
     text = st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=6)
     scalar = st.one_of(st.integers(-(2**70), 2**70), text, st.booleans(), st.floats(), st.none())
-    value = st.recursive(scalar, lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.tuples(inner, inner), st.sets(st.integers(-9, 9), max_size=3),
-        # min_size=1: an empty dict next to a set is the known defect shown by the xfail test below
-        st.dictionaries(st.one_of(st.integers(-9, 9), text), inner, min_size=1, max_size=3)), max_leaves=6)
+    value = st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.tuples(inner, inner),
+            st.sets(st.integers(-9, 9), max_size=3),
+            # min_size=1: an empty dict next to a set is the known defect shown by the xfail test below
+            st.dictionaries(st.one_of(st.integers(-9, 9), text), inner, min_size=1, max_size=3),
+        ),
+        max_leaves=6,
+    )
     return value
 
 
@@ -509,8 +586,11 @@ def test_random_values_of_every_type_and_mix_round_trip_on_postgres(pg_engine):
 
     value = _strategies()
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                      HealthCheck.too_slow])
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(value, value)
     def check(first, second):
         try:

@@ -15,8 +15,11 @@ from plbench.validation.crosscheck import HINT_LEVELS, crosscheck, generate_cand
 from tests.crosscheck_fixtures import SOLUTIONS, build_release
 
 # Recorded answers: the fixture's correct solution of the function the prompt's scaffold names.
-ANSWERS = {re.search(r"FUNCTION (\w+)\(", row["code"]).group(1): row["code"]
-           for row in map(json.loads, SOLUTIONS.read_text().splitlines()) if row["expect"] == "correct"}
+ANSWERS = {
+    re.search(r"FUNCTION (\w+)\(", row["code"]).group(1): row["code"]
+    for row in map(json.loads, SOLUTIONS.read_text().splitlines())
+    if row["expect"] == "correct"
+}
 TASKS = ["mbpp/101", "mbpp/109", "mbpp/114"]
 
 
@@ -38,10 +41,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         name = re.search(r"FUNCTION (\w+)\(", body["messages"][-1]["content"]).group(1)
         answer = f"Here is the function.\n\n```sql\n{ANSWERS[name]}\n```\n"
-        reply = {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": answer}}],
-                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        reply = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
         data = json.dumps(reply).encode()
         self.send_response(200 if self.path == "/v1/chat/completions" else 404)
         self.send_header("Content-Type", "application/json")

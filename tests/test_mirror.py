@@ -16,17 +16,25 @@ from pipelines.cli import execute, report
 from plbench.config import BuildConfig
 
 RAW = os.environ.get("PLBENCH_RAW_DIR")
-pytestmark = [pytest.mark.mirror,
-              pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")]
+pytestmark = [
+    pytest.mark.mirror,
+    pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available"),
+]
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory, pg_engine):
-    config = BuildConfig(raw_dir=Path(RAW), cache_dir=tmp_path_factory.mktemp("cache"),
-                         out_dir=tmp_path_factory.mktemp("releases"), pg_dsn=pg_engine._dsn, version="mirror",
-                         normalized_dir=tmp_path_factory.mktemp("normalized"))
-    instance = dg.DagsterInstance.local_temp(str(tmp_path_factory.mktemp("dagster")),
-                                             overrides={"telemetry": {"enabled": False}})
+    config = BuildConfig(
+        raw_dir=Path(RAW),
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        out_dir=tmp_path_factory.mktemp("releases"),
+        pg_dsn=pg_engine._dsn,
+        version="mirror",
+        normalized_dir=tmp_path_factory.mktemp("normalized"),
+    )
+    instance = dg.DagsterInstance.local_temp(
+        str(tmp_path_factory.mktemp("dagster")), overrides={"telemetry": {"enabled": False}}
+    )
     assert report(execute(config, instance=instance)) == 0
     return json.loads((config.out_dir / "mirror" / "manifest.json").read_text())
 
@@ -74,8 +82,10 @@ def test_spider_plsql_releases_the_promised_number_of_validated_tasks(manifest):
     counts = manifest["subsets"]["spider_plsql"]
     assert counts["input"] == 1034 and counts["rejected"]["database_missing"] == 62
     assert counts["released"]["postgres"] >= 965, counts
-    assert manifest["validation"]["spider_plsql"]["postgres"]["replay"]["failed"] == 1034 - 62 - \
-        counts["released"]["postgres"]
+    assert (
+        manifest["validation"]["spider_plsql"]["postgres"]["replay"]["failed"]
+        == 1034 - 62 - counts["released"]["postgres"]
+    )
     assert manifest["validation"]["spider_plsql"]["oracle"]["replay"]["ran"] is False
 
 

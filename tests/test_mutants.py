@@ -8,13 +8,25 @@ from plbench.validation.mutants import mutants, perturb
 from tests.helpers import typed_task
 
 
-@pytest.mark.parametrize("value, t, expected", [
-    (3, INT, 4), (2.5, FLOAT, 6.0), ("ab", STR, "abx"), (True, BOOL, False), (None, STR, "x"),
-    ([1, 2], PyType.list_of(INT), [1]), ([], PyType.list_of(INT), [0]), ((1, 2), PyType("tuple_seq", (INT,)), (1,)),
-    ({0, 1}, PyType("set", (INT,)), {1}), ({1}, PyType("set", (INT,)), {0, 1}),
-    ({"a": 1}, PyType("dict", (STR, INT)), {"a": 2}), ((1, "a"), PyType("record", (INT, STR)), (2, "a")),
-    ("s", PyType("variant", (INT, STR)), "sx"), ([1, [2]], PyType("json"), [1]),
-])
+@pytest.mark.parametrize(
+    "value, t, expected",
+    [
+        (3, INT, 4),
+        (2.5, FLOAT, 6.0),
+        ("ab", STR, "abx"),
+        (True, BOOL, False),
+        (None, STR, "x"),
+        ([1, 2], PyType.list_of(INT), [1]),
+        ([], PyType.list_of(INT), [0]),
+        ((1, 2), PyType("tuple_seq", (INT,)), (1,)),
+        ({0, 1}, PyType("set", (INT,)), {1}),
+        ({1}, PyType("set", (INT,)), {0, 1}),
+        ({"a": 1}, PyType("dict", (STR, INT)), {"a": 2}),
+        ((1, "a"), PyType("record", (INT, STR)), (2, "a")),
+        ("s", PyType("variant", (INT, STR)), "sx"),
+        ([1, [2]], PyType("json"), [1]),
+    ],
+)
 def test_perturb_changes_every_kind_of_value(value, t, expected):
     assert perturb(value, t) == expected
 

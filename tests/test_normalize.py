@@ -33,8 +33,9 @@ from plbench.normalize.typemap import SOURCE_RULES, IdentifierMap, refine_family
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def make_sqlite(path: Path, script: str, rows: dict[str, list[tuple]] | None = None,
-                schema_edits: dict[str, str] | None = None) -> Path:
+def make_sqlite(
+    path: Path, script: str, rows: dict[str, list[tuple]] | None = None, schema_edits: dict[str, str] | None = None
+) -> Path:
     """A SQLite file from a DDL script and parameterised rows; `schema_edits` rewrites a table's
     stored CREATE text afterwards (how constraints the data violates get into a file)."""
     conn = sqlite3.connect(path)
@@ -95,8 +96,13 @@ RULE_CASES = {
     "time": ("sqlite", "TIME", "07:30:00", "c time", "C VARCHAR2(32 BYTE)"),
     "boolean": ("bigquery", "BOOL", True, "c boolean", "C NUMBER(1)"),
     "bigquery_geography_wkt": ("bigquery", "GEOGRAPHY", "POINT(1 2)", "c text", "C VARCHAR2(4000 BYTE)"),
-    "nested_as_json": ("bigquery", "STRUCT<a INT64, b ARRAY<STRING>>", {"a": 1, "b": ["x"]}, "c jsonb",
-                       "C CLOB CHECK (C IS JSON)"),
+    "nested_as_json": (
+        "bigquery",
+        "STRUCT<a INT64, b ARRAY<STRING>>",
+        {"a": 1, "b": ["x"]},
+        "c jsonb",
+        "C CLOB CHECK (C IS JSON)",
+    ),
     "integer": ("sqlite", "INTEGER", -(2**63), "c bigint", "C NUMBER(19)"),
     "number_scale_0": ("snowflake", "NUMBER(38, 0)", 12, "c bigint", "C NUMBER(19)"),
     "decimal_scale_0": ("snowflake", "DECIMAL(38, 0)", -12, "c bigint", "C NUMBER(19)"),
@@ -175,14 +181,17 @@ def test_real_values_in_an_integer_column_widen_to_float(tmp_path):
     assert normalize(db, "postgres").table("t").rows == [("3",), ("n/a",)]
 
 
-@pytest.mark.parametrize("values, family", [
-    (["2020-01-31", None], "date"),
-    (["2020-01-31", "2020-01-31 10:00:00"], "text"),  # mixed shapes: nothing narrower fits all
-    (["2020-01-31 10:00:00"], "timestamp"),
-    (["01/31/2020"], "text"),
-    (["2020-02-30"], "text"),  # looks ISO, is not a date
-    (["2020-1-5"], "text"),
-])
+@pytest.mark.parametrize(
+    "values, family",
+    [
+        (["2020-01-31", None], "date"),
+        (["2020-01-31", "2020-01-31 10:00:00"], "text"),  # mixed shapes: nothing narrower fits all
+        (["2020-01-31 10:00:00"], "timestamp"),
+        (["01/31/2020"], "text"),
+        (["2020-02-30"], "text"),  # looks ISO, is not a date
+        (["2020-1-5"], "text"),
+    ],
+)
 def test_dates_that_are_not_iso_stay_text(values, family, tmp_path):
     db = read(tmp_path, "CREATE TABLE t (d DATE)", {"t": [(v,) for v in values]})
     col = db.table("t").column("d")
@@ -197,13 +206,16 @@ def test_dates_that_are_not_iso_stay_text(values, family, tmp_path):
         assert rows == [(v,) for v in values]
 
 
-@pytest.mark.parametrize("values, family, note", [
-    ([1, 2, None], "integer", "untyped column holds only integer values"),
-    ([1, 2.5], "float", "untyped column holds only float values"),
-    (["a", "b"], "text", ""),
-    ([b"\x01", b"\x02"], "binary", "untyped column holds only binary values"),
-    ([1, "a"], "text", "untyped column holds mixed values: kept as text"),
-])
+@pytest.mark.parametrize(
+    "values, family, note",
+    [
+        ([1, 2, None], "integer", "untyped column holds only integer values"),
+        ([1, 2.5], "float", "untyped column holds only float values"),
+        (["a", "b"], "text", ""),
+        ([b"\x01", b"\x02"], "binary", "untyped column holds only binary values"),
+        ([1, "a"], "text", "untyped column holds mixed values: kept as text"),
+    ],
+)
 def test_untyped_columns_take_the_family_of_their_values(values, family, note, tmp_path):
     db = read(tmp_path, "CREATE TABLE t (x)", {"t": [(v,) for v in values]})
     col = db.table("t").column("x")
@@ -221,8 +233,12 @@ def test_booleans_in_sqlite_are_integers_unless_the_data_says_otherwise(tmp_path
 
 
 def test_not_null_violated_by_the_data_is_not_declared(tmp_path):
-    db = read(tmp_path, "CREATE TABLE t (a INTEGER, b TEXT)", {"t": [(1, None), (2, "x")]},
-              schema_edits={"t": "CREATE TABLE t (a INTEGER NOT NULL, b TEXT NOT NULL)"})
+    db = read(
+        tmp_path,
+        "CREATE TABLE t (a INTEGER, b TEXT)",
+        {"t": [(1, None), (2, "x")]},
+        schema_edits={"t": "CREATE TABLE t (a INTEGER NOT NULL, b TEXT NOT NULL)"},
+    )
     a, b = db.table("t").columns
     assert (a.nullable, b.nullable, b.note) == (False, True, "declared NOT NULL but holds NULL")
     assert normalize(db, "postgres").create_statements == ["CREATE TABLE t (\n  a bigint NOT NULL,\n  b text\n);"]
@@ -230,11 +246,16 @@ def test_not_null_violated_by_the_data_is_not_declared(tmp_path):
 
 def test_duplicate_primary_keys_drop_the_key_with_a_decision(tmp_path, pg_conn):
     # (k TEXT: an INTEGER key would be the rowid, which cannot repeat)
-    db = read(tmp_path, "CREATE TABLE t (k TEXT, v TEXT)", {"t": [("x", "a"), ("x", "b"), ("y", "c")]},
-              schema_edits={"t": "CREATE TABLE t (k TEXT, v TEXT, PRIMARY KEY (k))"})
+    db = read(
+        tmp_path,
+        "CREATE TABLE t (k TEXT, v TEXT)",
+        {"t": [("x", "a"), ("x", "b"), ("y", "c")]},
+        schema_edits={"t": "CREATE TABLE t (k TEXT, v TEXT, PRIMARY KEY (k))"},
+    )
     assert db.table("t").primary_key == ()
     assert decisions_of(db, "primary_key_dropped") == [
-        {"table": "t", "decision": "primary_key_dropped", "detail": "('k',): 1 duplicate primary-key value(s)"}]
+        {"table": "t", "decision": "primary_key_dropped", "detail": "('k',): 1 duplicate primary-key value(s)"}
+    ]
     ndb = normalize(db, "postgres")
     assert "PRIMARY KEY" not in ndb.create_statements[0]
     assert decisions_of(ndb, "primary_key_dropped")[0]["dialect"] == "postgres"
@@ -271,8 +292,11 @@ CREATE TABLE child (
 
 
 def test_foreign_keys_are_declared_only_onto_a_key_of_the_same_type(tmp_path, pg_conn):
-    db = read(tmp_path, FK_SCRIPT, {"parent": [(1, "A", "one")],
-                                    "child": [(10, 1, "A", "1", 1, 5), (11, 99, "Z", "x", 99, None)]})
+    db = read(
+        tmp_path,
+        FK_SCRIPT,
+        {"parent": [(1, "A", "one")], "child": [(10, 1, "A", "1", 1, 5), (11, 99, "Z", "x", 99, None)]},
+    )
     dropped = decisions_of(db, "foreign_key_dropped")
     assert [d["detail"] for d in dropped] == ["('ghost',) references nowhere('id',), which does not exist"]
     assert {fk.columns for fk in db.table("child").foreign_keys} == {("pid",), ("pcode",), ("ptext",), ("implicit",)}
@@ -283,52 +307,62 @@ def test_foreign_keys_are_declared_only_onto_a_key_of_the_same_type(tmp_path, pg
         assert details[1].startswith("('ptext',) -> parent('id',): column types differ after mapping")
         assert len(details) == 2
     # Child rows reference a missing parent (Spider data does): NOT VALID / ENABLE NOVALIDATE.
-    n_pid, n_implicit = (1 + [fk.columns for fk in db.table("child").foreign_keys].index(c)
-                         for c in (("pid",), ("implicit",)))
+    n_pid, n_implicit = (
+        1 + [fk.columns for fk in db.table("child").foreign_keys].index(c) for c in (("pid",), ("implicit",))
+    )
     assert sorted(pg.constraint_statements) == sorted(
         f"ALTER TABLE child ADD CONSTRAINT fk_child_{n} FOREIGN KEY ({col}) REFERENCES parent (id) NOT VALID;"
-        for n, col in ((n_pid, "pid"), (n_implicit, "implicit")))
+        for n, col in ((n_pid, "pid"), (n_implicit, "implicit"))
+    )
     assert sorted(ora.constraint_statements) == sorted(
         f"ALTER TABLE CHILD ADD CONSTRAINT FK_CHILD_{n} FOREIGN KEY ({col}) REFERENCES PARENT (ID) ENABLE NOVALIDATE;"
-        for n, col in ((n_pid, "PID"), (n_implicit, "IMPLICIT")))
+        for n, col in ((n_pid, "PID"), (n_implicit, "IMPLICIT"))
+    )
     for statement in ora.constraint_statements:
         # sqlglot 30 parses ENABLE NOVALIDATE only as a generic Command; the rest is a real ALTER.
         assert isinstance(oracle_parses(statement), exp.Command)
         assert isinstance(oracle_parses(statement.removesuffix(" ENABLE NOVALIDATE;")), exp.Alter)
     report = load(pg_conn, pg)
     assert report.error == "" and report.verified
-    rows = pg_conn.execute("SELECT conname, convalidated FROM pg_constraint c JOIN pg_namespace n "
-                           "ON n.oid = c.connamespace WHERE contype = 'f' AND nspname = %s ORDER BY conname",
-                           (pg.schema_name,)).fetchall()
+    rows = pg_conn.execute(
+        "SELECT conname, convalidated FROM pg_constraint c JOIN pg_namespace n "
+        "ON n.oid = c.connamespace WHERE contype = 'f' AND nspname = %s ORDER BY conname",
+        (pg.schema_name,),
+    ).fetchall()
     assert rows == sorted((f"fk_child_{n}", False) for n in (n_pid, n_implicit))
     # The constraints do hold for new rows.
     with pytest.raises(Exception, match="foreign key"):
-        pg_conn.execute(sql.SQL("INSERT INTO {}.child (cid, pid) VALUES (12, 98)").format(
-            sql.Identifier(pg.schema_name)))
+        pg_conn.execute(
+            sql.SQL("INSERT INTO {}.child (cid, pid) VALUES (12, 98)").format(sql.Identifier(pg.schema_name))
+        )
 
 
 # ---- 3. identifiers ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source, postgres, oracle", [
-    ("UserName", "username", "USERNAME"),
-    ("order", '"order"', '"ORDER"'),  # reserved in both
-    ("level", "level", '"LEVEL"'),  # reserved in Oracle only
-    ("limit", '"limit"', "LIMIT"),  # reserved in PostgreSQL only
-    ("first name", '"first name"', '"FIRST NAME"'),
-    ("2nd", '"2nd"', '"2ND"'),
-    ("_tmp", "_tmp", '"_TMP"'),  # Oracle names start with a letter
-    ("a$b", '"a$b"', "A$B"),
-    ("café", '"café"', '"CAFÉ"'),
-    ('say "hi"', '"say hi"', '"SAY HI"'),
-])
+@pytest.mark.parametrize(
+    "source, postgres, oracle",
+    [
+        ("UserName", "username", "USERNAME"),
+        ("order", '"order"', '"ORDER"'),  # reserved in both
+        ("level", "level", '"LEVEL"'),  # reserved in Oracle only
+        ("limit", '"limit"', "LIMIT"),  # reserved in PostgreSQL only
+        ("first name", '"first name"', '"FIRST NAME"'),
+        ("2nd", '"2nd"', '"2ND"'),
+        ("_tmp", "_tmp", '"_TMP"'),  # Oracle names start with a letter
+        ("a$b", '"a$b"', "A$B"),
+        ("café", '"café"', '"CAFÉ"'),
+        ('say "hi"', '"say hi"', '"SAY HI"'),
+    ],
+)
 def test_identifiers_fold_and_quote_per_dialect(source, postgres, oracle):
     assert IdentifierMap("postgres").add(source).sql == postgres
     assert IdentifierMap("oracle").add(source).sql == oracle
 
 
-@pytest.mark.parametrize("dialect, limit, char", [
-    ("oracle", 128, "é"), ("oracle", 128, "😀"), ("oracle", 128, "x"), ("postgres", 63, "ü")])
+@pytest.mark.parametrize(
+    "dialect, limit, char", [("oracle", 128, "é"), ("oracle", 128, "😀"), ("oracle", 128, "x"), ("postgres", 63, "ü")]
+)
 def test_long_identifiers_are_cut_to_the_byte_limit_as_valid_utf8_and_stay_unique(dialect, limit, char):
     names = IdentifierMap(dialect)
     base = char * (limit // len(char.encode()) + 5)
@@ -352,8 +386,7 @@ def test_names_colliding_after_folding_or_truncation_get_a_suffix():
     names = IdentifierMap("oracle")
     assert names.add("straße").name == "STRASSE"
     second = names.add("STRASSE")  # a different source name, the same folded name
-    assert (second.name, second.why) == ("STRASSE_2",
-                                         "collides with another name after case folding or truncation")
+    assert (second.name, second.why) == ("STRASSE_2", "collides with another name after case folding or truncation")
     assert names.add("strasse_2").name == "STRASSE_2_2"
     # Names differing only in case are one SQLite name: the same target, not a collision.
     assert names.add("Straße") is names["straße"] and "STRAßE" in names
@@ -371,8 +404,11 @@ def test_names_colliding_after_folding_or_truncation_get_a_suffix():
 
 def test_identifier_collisions_through_normalize_give_distinct_columns(tmp_path, pg_conn):
     long_a, long_b = "é" * 80 + "_a", "é" * 80 + "_b"
-    db = read(tmp_path, f'CREATE TABLE "select" ("{long_a}" INTEGER, "{long_b}" INTEGER, "Level" TEXT)',
-              {"select": [(1, 2, "x")]})
+    db = read(
+        tmp_path,
+        f'CREATE TABLE "select" ("{long_a}" INTEGER, "{long_b}" INTEGER, "Level" TEXT)',
+        {"select": [(1, 2, "x")]},
+    )
     ora = normalize(db, "oracle")
     names = [c.target.name for c in ora.tables[0].columns]
     assert len(set(names)) == 3 and all(len(n.encode()) <= 128 for n in names)
@@ -390,45 +426,62 @@ def test_identifier_collisions_through_normalize_give_distinct_columns(tmp_path,
 
 
 def test_empty_strings_are_null_in_oracle_with_counts(tmp_path):
-    db = read(tmp_path, "CREATE TABLE t (k INTEGER PRIMARY KEY, s TEXT, u TEXT)",
-              {"t": [(1, "", "x"), (2, "", ""), (3, None, "y")]})
+    db = read(
+        tmp_path,
+        "CREATE TABLE t (k INTEGER PRIMARY KEY, s TEXT, u TEXT)",
+        {"t": [(1, "", "x"), (2, "", ""), (3, None, "y")]},
+    )
     ora, pg = normalize(db, "oracle"), normalize(db, "postgres")
     assert ora.table("t").rows == [(1, None, "x"), (2, None, None), (3, None, "y")]
     assert pg.table("t").rows == [(1, "", "x"), (2, "", ""), (3, None, "y")]
     assert [(d["column"], d["detail"]) for d in decisions_of(ora, "empty_string_is_null")] == [
-        ("s", "2 empty string(s) load as NULL in Oracle"), ("u", "1 empty string(s) load as NULL in Oracle")]
+        ("s", "2 empty string(s) load as NULL in Oracle"),
+        ("u", "1 empty string(s) load as NULL in Oracle"),
+    ]
     assert decisions_of(pg, "empty_string_is_null") == []
 
 
 def test_empty_strings_in_not_null_and_key_columns_lift_those_constraints_in_oracle_only(tmp_path):
-    db = read(tmp_path, "CREATE TABLE t (k TEXT PRIMARY KEY, s TEXT NOT NULL);"
-                        "CREATE TABLE c (k TEXT REFERENCES t (k))",
-              {"t": [("", "a"), ("b", "")], "c": [("b",)]})
+    db = read(
+        tmp_path,
+        "CREATE TABLE t (k TEXT PRIMARY KEY, s TEXT NOT NULL);CREATE TABLE c (k TEXT REFERENCES t (k))",
+        {"t": [("", "a"), ("b", "")], "c": [("b",)]},
+    )
     ora, pg = normalize(db, "oracle"), normalize(db, "postgres")
     assert [t.source.name for t in ora.tables] == ["c", "t"]  # tables come in name order
     assert ora.create_statements[1] == "CREATE TABLE T (\n  K VARCHAR2(4000 BYTE),\n  S VARCHAR2(4000 BYTE)\n);"
     assert pg.create_statements[1] == "CREATE TABLE t (\n  k text,\n  s text NOT NULL,\n  PRIMARY KEY (k)\n);"
     assert decisions_of(ora, "primary_key_dropped")[0]["detail"] == (
-        "('k',): a primary-key column holds '', which is NULL in Oracle")
+        "('k',): a primary-key column holds '', which is NULL in Oracle"
+    )
     (s_decision,) = [d for d in ora.decisions if d.get("column") == "s" and "note" in d]
     assert s_decision["note"] == "declared NOT NULL but holds '', which is NULL in Oracle"
     # Without the key, the foreign key onto it is not declared in Oracle; PostgreSQL keeps both.
     assert ora.constraint_statements == [] and len(decisions_of(ora, "foreign_key_not_declared")) == 1
     assert pg.constraint_statements == [
-        "ALTER TABLE c ADD CONSTRAINT fk_c_1 FOREIGN KEY (k) REFERENCES t (k) NOT VALID;"]
+        "ALTER TABLE c ADD CONSTRAINT fk_c_1 FOREIGN KEY (k) REFERENCES t (k) NOT VALID;"
+    ]
 
 
 def test_booleans_load_as_zero_and_one_in_oracle():
     table = Table("flags", (Column("f", "BOOL", "boolean", "boolean"), Column("t", "TIME", "time", "time")))
-    db = SourceDatabase("spider2_lite", "bq_flags", "bigquery", "test", [table],
-                        {"flags": [(True, dt.time(7, 5)), (False, None), ("true", dt.time(0, 0, 1))]})
+    db = SourceDatabase(
+        "spider2_lite",
+        "bq_flags",
+        "bigquery",
+        "test",
+        [table],
+        {"flags": [(True, dt.time(7, 5)), (False, None), ("true", dt.time(0, 0, 1))]},
+    )
     ora, pg = normalize(db, "oracle"), normalize(db, "postgres")
     assert ora.table("flags").rows == [(1, "07:05:00"), (0, None), (1, "00:00:01")]
     assert pg.table("flags").rows == [(True, dt.time(7, 5)), (False, None), (True, dt.time(0, 0, 1))]
     (statement,) = oracle_insert_statements(ora.table("flags"))
-    assert statement == ("INSERT ALL\n  INTO FLAGS (F, T) VALUES (1, '07:05:00')\n"
-                         "  INTO FLAGS (F, T) VALUES (0, NULL)\n"
-                         "  INTO FLAGS (F, T) VALUES (1, '00:00:01')\nSELECT 1 FROM DUAL;")
+    assert statement == (
+        "INSERT ALL\n  INTO FLAGS (F, T) VALUES (1, '07:05:00')\n"
+        "  INTO FLAGS (F, T) VALUES (0, NULL)\n"
+        "  INTO FLAGS (F, T) VALUES (1, '00:00:01')\nSELECT 1 FROM DUAL;"
+    )
     assert postgres_copy_text(pg.table("flags")) == "True\t07:05:00\nFalse\t\\N\nTrue\t00:00:01\n"
 
 
@@ -436,24 +489,39 @@ def test_oracle_insert_all_batches_and_literals(tmp_path):
     n = 2 * ORACLE_INSERT_BATCH + 7
     db = read(tmp_path, "CREATE TABLE t (k INTEGER PRIMARY KEY, s TEXT)", {"t": [(i, f"r{i}") for i in range(n)]})
     statements = oracle_insert_statements(normalize(db, "oracle").table("t"))
-    assert [s.count("\n  INTO T (K, S) VALUES (") for s in statements] == [ORACLE_INSERT_BATCH,
-                                                                             ORACLE_INSERT_BATCH, 7]
+    assert [s.count("\n  INTO T (K, S) VALUES (") for s in statements] == [ORACLE_INSERT_BATCH, ORACLE_INSERT_BATCH, 7]
     assert all(s.startswith("INSERT ALL\n") and s.endswith("\nSELECT 1 FROM DUAL;") for s in statements)
     assert "VALUES (100, 'r100')" in statements[1] and "VALUES (206, 'r206')" in statements[2]
     for s in statements:
         assert isinstance(oracle_parses(s), exp.MultitableInserts)
 
-    values = ["it's \"q\"", "tab\tnew\nline\\", None, 0.1, -0.0, float("nan"), float("inf"), float("-inf"),
-              dt.date(2020, 2, 29), dt.datetime(2020, 2, 29, 1, 2, 3, 456000), b"\x00\xab", decimal.Decimal("1.50"),
-              -(2**63)]
+    values = [
+        'it\'s "q"',
+        "tab\tnew\nline\\",
+        None,
+        0.1,
+        -0.0,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        dt.date(2020, 2, 29),
+        dt.datetime(2020, 2, 29, 1, 2, 3, 456000),
+        b"\x00\xab",
+        decimal.Decimal("1.50"),
+        -(2**63),
+    ]
     cols = tuple(Column(f"c{i}", "", "text", "sqlite_untyped") for i in range(len(values)))
     ntable = normalize(SourceDatabase("spider1", "lit", "sqlite", "test", [Table("lit", cols)], {}), "oracle").tables[0]
     ntable.rows = [tuple(values)]
     (statement,) = oracle_insert_statements(ntable)
-    assert statement.split(" VALUES ", 1)[1].split("\n")[0] == (
-        "('it''s \"q\"', 'tab\tnew\nline\\', NULL, 0.1d, -0.0d, BINARY_DOUBLE_NAN, BINARY_DOUBLE_INFINITY, "
-        "-BINARY_DOUBLE_INFINITY, DATE '2020-02-29', TIMESTAMP '2020-02-29 01:02:03.456000', "
-        "HEXTORAW('00ab'), 1.50, -9223372036854775808)".split("\n")[0])
+    assert (
+        statement.split(" VALUES ", 1)[1].split("\n")[0]
+        == (
+            "('it''s \"q\"', 'tab\tnew\nline\\', NULL, 0.1d, -0.0d, BINARY_DOUBLE_NAN, BINARY_DOUBLE_INFINITY, "
+            "-BINARY_DOUBLE_INFINITY, DATE '2020-02-29', TIMESTAMP '2020-02-29 01:02:03.456000', "
+            "HEXTORAW('00ab'), 1.50, -9223372036854775808)".split("\n")[0]
+        )
+    )
     assert isinstance(oracle_parses(statement), exp.MultitableInserts)
 
 
@@ -463,7 +531,8 @@ def test_varchar2_or_clob_by_byte_length(tmp_path):
     db = read(tmp_path, "CREATE TABLE t (a TEXT, b TEXT, j JSON)", {"t": [(fits, too_long, '{"k": [1]}')]})
     ora = normalize(db, "oracle")
     assert ora.create_statements == [
-        "CREATE TABLE T (\n  A VARCHAR2(4000 BYTE),\n  B CLOB,\n  J CLOB CHECK (J IS JSON)\n);"]
+        "CREATE TABLE T (\n  A VARCHAR2(4000 BYTE),\n  B CLOB,\n  J CLOB CHECK (J IS JSON)\n);"
+    ]
     assert normalize(db, "postgres").create_statements == ["CREATE TABLE t (\n  a text,\n  b text,\n  j jsonb\n);"]
     (statement,) = oracle_insert_statements(ora.table("t"))
     values = statement.split(" VALUES (", 1)[1]
@@ -494,13 +563,34 @@ CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, owner INTEGER REFERENCES people (
 CREATE TABLE "empty table" (a INTEGER, "b col" TEXT);
 CREATE TABLE tags (tag TEXT PRIMARY KEY, extra);
 """
-NOTES = ["it's a \"quote\"", "tab\there", "new\nline\r\nwin", "back\\slash \\N \\.", "naïve 日本語 😀", "", None,
-         "\\x00ab"]
+NOTES = [
+    'it\'s a "quote"',
+    "tab\there",
+    "new\nline\r\nwin",
+    "back\\slash \\N \\.",
+    "naïve 日本語 😀",
+    "",
+    None,
+    "\\x00ab",
+]
 SCORES = [0.1, 0.30000000000000004, -1.5, 1e-300, 5e-324, 1.7976931348623157e308, 123456789.12345679, None]
 FIXTURE_ROWS = {
-    "people": [(i + 1, f"person {i}", ["", None, "Bo"][i % 3], ["2001-02-03", None, "1999-12-31"][i % 3],
-                ["2020-01-02 03:04:05", None][i % 2], SCORES[i], [b"\x00\x01\xff", None][i % 2], i * 10, NOTES[i],
-                i % 2, [12.5, 3, None][i % 3]) for i in range(8)],
+    "people": [
+        (
+            i + 1,
+            f"person {i}",
+            ["", None, "Bo"][i % 3],
+            ["2001-02-03", None, "1999-12-31"][i % 3],
+            ["2020-01-02 03:04:05", None][i % 2],
+            SCORES[i],
+            [b"\x00\x01\xff", None][i % 2],
+            i * 10,
+            NOTES[i],
+            i % 2,
+            [12.5, 3, None][i % 3],
+        )
+        for i in range(8)
+    ],
     "pets": [(1, 1, "cat"), (2, 2, "dog"), (3, 99, "ghost")],  # a dangling owner
     "empty table": [],
     "tags": [("a", 1), ("b", "two"), ("", None)],
@@ -515,9 +605,18 @@ def fixture_db(tmp_path) -> SourceDatabase:
 def test_fixture_database_is_read_as_expected(fixture_db):
     people = fixture_db.table("people")
     assert [(c.name, c.family) for c in people.columns] == [
-        ("id", "integer"), ("name", "text"), ("nick", "text"), ("born", "date"), ("seen", "timestamp"),
-        ("score", "float"), ("photo", "binary"), ("order", "integer"), ("note", "text"), ("flag", "integer"),
-        ("amount", "decimal")]
+        ("id", "integer"),
+        ("name", "text"),
+        ("nick", "text"),
+        ("born", "date"),
+        ("seen", "timestamp"),
+        ("score", "float"),
+        ("photo", "binary"),
+        ("order", "integer"),
+        ("note", "text"),
+        ("flag", "integer"),
+        ("amount", "decimal"),
+    ]
     assert people.primary_key == ("id",) and fixture_db.table("tags").column("extra").family == "text"
     assert fixture_db.rows["empty table"] == [] and fixture_db.row_count() == 14
 
@@ -538,15 +637,17 @@ def test_load_and_verify_on_postgres(fixture_db, pg_engine, pg_conn):
         assert result.rows[0][4:] == (b"\x00\x01\xff", dt.date(2001, 2, 3), dt.datetime(2020, 1, 2, 3, 4, 5))
         assert s.query('SELECT count(*), count("b col") FROM "empty table"').rows == [(0, 0)]
         assert s.query("SELECT tag FROM tags ORDER BY tag").rows == [("",), ("a",), ("b",)]
-        assert s.query("SELECT p.kind FROM pets p LEFT JOIN people o ON o.id = p.owner "
-                       "WHERE o.id IS NULL").rows == [("ghost",)]
+        assert s.query("SELECT p.kind FROM pets p LEFT JOIN people o ON o.id = p.owner WHERE o.id IS NULL").rows == [
+            ("ghost",)
+        ]
 
     # Loading again replaces the schema as a whole.
     assert load(pg_conn, ndb).verified
 
     # A changed row on the server no longer matches the expected checksum (same row count).
-    pg_conn.execute(sql.SQL("UPDATE {}.people SET score = score + 1e-9 WHERE id = 1").format(
-        sql.Identifier(ndb.schema_name)))
+    pg_conn.execute(
+        sql.SQL("UPDATE {}.people SET score = score + 1e-9 WHERE id = 1").format(sql.Identifier(ndb.schema_name))
+    )
     tables = verify_postgres(pg_conn, ndb)
     assert tables["people"]["rows_match"] and not tables["people"]["checksum_match"]
     assert [t for t, v in tables.items() if not v["checksum_match"]] == ["people"]
@@ -567,8 +668,9 @@ def test_a_failing_load_reports_the_sqlstate_and_leaves_no_schema(fixture_db, pg
     ndb.table("people").rows.append(ndb.table("people").rows[0])  # duplicate primary key
     report = load(pg_conn, ndb)
     assert not report.loaded and not report.verified and report.error.startswith("23505: ")
-    assert pg_conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
-                           (ndb.schema_name,)).fetchone() == (0,)
+    assert pg_conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (ndb.schema_name,)).fetchone() == (
+        0,
+    )
 
 
 COPY_BLOCK = re.compile(r"^COPY ([^\n]+) FROM stdin;\n(.*?)^\\\.\n", re.M | re.S)
@@ -587,16 +689,20 @@ def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db,
     assert schema_sql == "\n\n".join(ndb.create_statements) + "\n" and schema_sql.count("CREATE TABLE") == 4
     constraints_sql = (root / folder / "constraints.sql").read_text()
     assert constraints_sql == (
-        "ALTER TABLE pets ADD CONSTRAINT fk_pets_1 FOREIGN KEY (owner) REFERENCES people (id) NOT VALID;\n")
+        "ALTER TABLE pets ADD CONSTRAINT fk_pets_1 FOREIGN KEY (owner) REFERENCES people (id) NOT VALID;\n"
+    )
     decisions = json.loads((root / folder / "decisions.json").read_text())
     assert {d["column"] for d in decisions if d.get("table") == "people"} == {
-        c.name for c in fixture_db.table("people").columns}
+        c.name for c in fixture_db.table("people").columns
+    }
 
     data = (root / folder / "data.sql").read_text()
     blocks = COPY_BLOCK.findall(data)
     assert [b[0] for b in blocks] == [
-        "people (id, name, nick, born, seen, score, photo, \"order\", note, flag, amount)",
-        "pets (pet_id, owner, kind)", "tags (tag, extra)"]  # no block for the empty table
+        'people (id, name, nick, born, seen, score, photo, "order", note, flag, amount)',
+        "pets (pet_id, owner, kind)",
+        "tags (tag, extra)",
+    ]  # no block for the empty table
     assert "".join(f"COPY {t} FROM stdin;\n{body}\\.\n" for t, body in blocks) == data
     assert blocks[0][1] == postgres_copy_text(ndb.table("people"))
     assert "back\\\\slash \\\\N \\\\.\t" in blocks[0][1] and "new\\nline\\r\\nwin" in blocks[0][1]

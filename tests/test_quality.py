@@ -20,43 +20,94 @@ from plbench.validation.metadata import (
 
 
 def _task(task_id: str, dialect: str, **changes) -> dict:
-    row = {"task_id": task_id, "subset": task_id.split("/")[0], "dialect": dialect, "source_dataset": "mbpp",
-           "source_id": task_id.split("/")[1], "prompt": "Write f.", "entry_point": "f", "signature": "{}",
-           "setup_sql": "", "scaffold": "CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint",
-           "python_reference": "def f(x): return x", "test_block": "DO $$ BEGIN END $$;",
-           "test_cases": '[{"args": [1], "expected": 1}]', "comparison": '{"atol": 0}', "turns": 1,
-           "plsql_constructs": ["function"], "replay_status": "passed", "replay_engine": "PostgreSQL 16",
-           "mutants_total": 3, "mutants_killed": 3, "crosscheck_status": "not_run", "raw_sha256": "ab" * 32,
-           "builder_version": "0.1.0", "build_id": "b1"}
+    row = {
+        "task_id": task_id,
+        "subset": task_id.split("/")[0],
+        "dialect": dialect,
+        "source_dataset": "mbpp",
+        "source_id": task_id.split("/")[1],
+        "prompt": "Write f.",
+        "entry_point": "f",
+        "signature": "{}",
+        "setup_sql": "",
+        "scaffold": "CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint",
+        "python_reference": "def f(x): return x",
+        "test_block": "DO $$ BEGIN END $$;",
+        "test_cases": '[{"args": [1], "expected": 1}]',
+        "comparison": '{"atol": 0}',
+        "turns": 1,
+        "plsql_constructs": ["function"],
+        "replay_status": "passed",
+        "replay_engine": "PostgreSQL 16",
+        "mutants_total": 3,
+        "mutants_killed": 3,
+        "crosscheck_status": "not_run",
+        "raw_sha256": "ab" * 32,
+        "builder_version": "0.1.0",
+        "build_id": "b1",
+    }
     return row | changes
 
 
 def _database(dialect: str, **changes) -> dict:
-    row = {"source": "spider1", "database": "shop", "dialect": dialect, "schema_name": "spider1_shop", "tables": 2,
-           "rows": 9, "ddl": "CREATE TABLE customer (id integer);", "ddl_path": f"spider1/shop/{dialect}/schema.sql",
-           "ddl_sha256": "a" * 64, "data_path": f"spider1/shop/{dialect}/data.sql", "data_sha256": "b" * 64,
-           "loaded": True if dialect == "postgres" else None, "verified": True if dialect == "postgres" else None,
-           "table_checksums": "{}" if dialect == "postgres" else None, "decisions": "[]", "static_problems": []}
+    row = {
+        "source": "spider1",
+        "database": "shop",
+        "dialect": dialect,
+        "schema_name": "spider1_shop",
+        "tables": 2,
+        "rows": 9,
+        "ddl": "CREATE TABLE customer (id integer);",
+        "ddl_path": f"spider1/shop/{dialect}/schema.sql",
+        "ddl_sha256": "a" * 64,
+        "data_path": f"spider1/shop/{dialect}/data.sql",
+        "data_sha256": "b" * 64,
+        "loaded": True if dialect == "postgres" else None,
+        "verified": True if dialect == "postgres" else None,
+        "table_checksums": "{}" if dialect == "postgres" else None,
+        "decisions": "[]",
+        "static_problems": [],
+    }
     return row | changes
 
 
 def _release() -> PreparedRelease:
     """Two MBPP tasks in both dialects, one shared rejection, one type, one database in both dialects."""
     tasks = [_task(t, d) for t in ("mbpp/1", "mbpp/2") for d in ("oracle", "postgres")]
-    rejections = [{"subset": "mbpp", "source_id": "3", "dialect": None, "level": "task", "stage": "ingest",
-                   "reason_code": "malformed_record", "detail": "line 3"}]
+    rejections = [
+        {
+            "subset": "mbpp",
+            "source_id": "3",
+            "dialect": None,
+            "level": "task",
+            "stage": "ingest",
+            "reason_code": "malformed_record",
+            "detail": "line 3",
+        }
+    ]
     types = [{"dialect": "postgres", "name": "plb_rec", "ddl": "CREATE TYPE plb_rec AS (f1 bigint);", "tasks": 1}]
-    counts = {"input": 3, "released": {"oracle": 2, "postgres": 2}, "rejected": {"malformed_record": 1},
-              "rejected_by_dialect": {"oracle": {}, "postgres": {}}, "cases_dropped": {},
-              "cases_dropped_by_dialect": {"oracle": {}, "postgres": {}}}
-    normalization = {"spider1": {"databases": 1, "loaded": {"postgres": 1}, "tables": 2, "rows": 9,
-                                 "oracle": {"emitted": 1}}}
+    counts = {
+        "input": 3,
+        "released": {"oracle": 2, "postgres": 2},
+        "rejected": {"malformed_record": 1},
+        "rejected_by_dialect": {"oracle": {}, "postgres": {}},
+        "cases_dropped": {},
+        "cases_dropped_by_dialect": {"oracle": {}, "postgres": {}},
+    }
+    normalization = {
+        "spider1": {"databases": 1, "loaded": {"postgres": 1}, "tables": 2, "rows": 9, "oracle": {"emitted": 1}}
+    }
     manifest = {"subsets": {"mbpp": counts}, "types": {"postgres": 1}, "normalization": normalization}
-    return PreparedRelease("t", {"tasks.parquet": (tasks, TASK_SCHEMA),
-                                 "rejections.parquet": (rejections, REJECTION_SCHEMA),
-                                 "types.parquet": (types, TYPE_SCHEMA),
-                                 "databases.parquet": ([_database("oracle"), _database("postgres")], DATABASE_SCHEMA)},
-                           manifest)
+    return PreparedRelease(
+        "t",
+        {
+            "tasks.parquet": (tasks, TASK_SCHEMA),
+            "rejections.parquet": (rejections, REJECTION_SCHEMA),
+            "types.parquet": (types, TYPE_SCHEMA),
+            "databases.parquet": ([_database("oracle"), _database("postgres")], DATABASE_SCHEMA),
+        },
+        manifest,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +189,11 @@ def test_rows_that_do_not_fit_the_schema_fail_instead_of_being_skipped(clean):
 def test_suite_files_expand_per_column_and_manifest_group(clean):
     configs = expand_suite(load_suite("tasks"), clean.manifest)
     counts = [(kw["value"], where) for kind, kw, where in configs if kind == "expect_table_row_count_to_equal"]
-    assert counts == [(2, {"subset": "mbpp", "dialect": "oracle"}), (2, {"subset": "mbpp", "dialect": "postgres"}),
-                      (4, None)]
+    assert counts == [
+        (2, {"subset": "mbpp", "dialect": "oracle"}),
+        (2, {"subset": "mbpp", "dialect": "postgres"}),
+        (4, None),
+    ]
     not_null = {kw["column"] for kind, kw, _ in configs if kind == "expect_column_values_to_not_be_null"}
     assert {"task_id", "prompt", "entry_point", "database"} <= not_null
 
@@ -162,12 +216,21 @@ END billing;"""
 
 
 def test_the_detector_finds_each_construct_and_ignores_comments_and_literals():
-    assert detect_constructs(PACKAGE) == {"package", "procedure", "explicit_cursor", "collection_type",
-                                          "bulk_operation", "dynamic_sql", "exception_handler"}
+    assert detect_constructs(PACKAGE) == {
+        "package",
+        "procedure",
+        "explicit_cursor",
+        "collection_type",
+        "bulk_operation",
+        "dynamic_sql",
+        "exception_handler",
+    }
     block = "DO $$\nBEGIN\n  RAISE NOTICE 'FOR r IN SELECT LOOP EXCEPTION WHEN';\nEND\n$$;"
     assert detect_constructs(block) == {"anonymous_block"}
-    pg = ("CREATE TYPE plb_rec AS (f1 bigint);\nCREATE OR REPLACE FUNCTION f(xs bigint[]) RETURNS plb_rec "
-          "LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('SELECT %s', 1); END $$;")
+    pg = (
+        "CREATE TYPE plb_rec AS (f1 bigint);\nCREATE OR REPLACE FUNCTION f(xs bigint[]) RETURNS plb_rec "
+        "LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('SELECT %s', 1); END $$;"
+    )
     assert detect_constructs(pg) == {"object_type", "collection_type", "function", "dynamic_sql"}
 
 
@@ -182,23 +245,40 @@ def test_spider_reference_blocks_match_their_claims_in_both_dialects():
     query = 'SELECT c.name, count(*) FROM customer AS c JOIN "order" o ON o.customer_id = c.id GROUP BY c.name'
     pg = postgres_reference_block(query, ["text", "integer"])
     ora = oracle_reference_block("SELECT name, score FROM customer ORDER BY score DESC", ["text", "number"])
-    assert referenced_schema(pg, "postgres")[:2] == ({"customer", "order"},
-                                                     {"customer.name", "customer.id", "order.customer_id"})
+    assert referenced_schema(pg, "postgres")[:2] == (
+        {"customer", "order"},
+        {"customer.name", "customer.id", "order.customer_id"},
+    )
     assert referenced_schema(ora, "oracle")[:2] == ({"customer"}, {"customer.name", "customer.score"})
     for code, dialect in ((pg, "postgres"), (ora, "oracle")):
-        row = {"task_id": "spider_plsql/1", "dialect": dialect, "reference_code": code,
-               "plsql_constructs": ["anonymous_block", "cursor_for_loop"]}
+        row = {
+            "task_id": "spider_plsql/1",
+            "dialect": dialect,
+            "reference_code": code,
+            "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
+        }
         findings = row_findings(row)
         assert findings["constructs_under"] == findings["constructs_over"] == findings["wrong"] == []
 
 
 def test_under_over_and_plainly_wrong_claims_are_reported_per_task():
     rows = [
-        {"task_id": "x/1", "dialect": "oracle", "reference_code": PACKAGE,
-         "plsql_constructs": ["package", "procedure", "explicit_cursor", "function"],
-         "tables_required": ["INVOICE", "audit_log"], "columns_required": ["invoice.id", "paid", "audit_log.at"]},
-        {"task_id": "x/2", "dialect": "oracle", "reference_code": PACKAGE, "plsql_constructs": ["magic"],
-         "tables_required": ["audit_log"], "columns_required": []},
+        {
+            "task_id": "x/1",
+            "dialect": "oracle",
+            "reference_code": PACKAGE,
+            "plsql_constructs": ["package", "procedure", "explicit_cursor", "function"],
+            "tables_required": ["INVOICE", "audit_log"],
+            "columns_required": ["invoice.id", "paid", "audit_log.at"],
+        },
+        {
+            "task_id": "x/2",
+            "dialect": "oracle",
+            "reference_code": PACKAGE,
+            "plsql_constructs": ["magic"],
+            "tables_required": ["audit_log"],
+            "columns_required": [],
+        },
     ]
     report = metadata_accuracy(rows)
     first = report["examples"]

@@ -119,9 +119,7 @@ def test_read_mbpp_unrecoverable_id_and_wrong_types(tmp_path):
 
 def test_read_mbpp_marks_sanitized(tmp_path):
     sanitized = tmp_path / "sanitized-mbpp.json"
-    sanitized.write_text(
-        json.dumps([{"task_id": 2, "prompt": "Clean prompt 2.", "code": "", "test_list": []}])
-    )
+    sanitized.write_text(json.dumps([{"task_id": 2, "prompt": "Clean prompt 2.", "code": "", "test_list": []}]))
 
     problems, rejections = read_mbpp(_write_mbpp(tmp_path / "mbpp.jsonl"), "mbpp/mbpp.jsonl", sanitized)
 
@@ -228,9 +226,7 @@ def test_read_mbpp_plus_field_checks(tmp_path, changes, message):
 
 
 def test_prompt_text_and_split_assertion():
-    assert (
-        prompt_text("'''\nFirst line.\nSecond line.\n  assert f() == 1\n'''") == "First line.\nSecond line."
-    )
+    assert prompt_text("'''\nFirst line.\nSecond line.\n  assert f() == 1\n'''") == "First line.\nSecond line."
     assert split_assertion("\nimport math\n\nassert a\n  assert b\n") == (
         ["assert a", "assert b"],
         "import math",
@@ -241,8 +237,12 @@ def test_prompt_text_and_split_assertion():
 
 
 def test_catalog_is_consistent():
-    folders = {"mbpp": "mbpp/", "mbpp_plus": "mbpp_plus/", "spider1": "spider/",
-               "spider2_lite": "spider2/spider2-lite/"}
+    folders = {
+        "mbpp": "mbpp/",
+        "mbpp_plus": "mbpp_plus/",
+        "spider1": "spider/",
+        "spider2_lite": "spider2/spider2-lite/",
+    }
     assert set(CATALOG) == set(folders)
     assert len(CATALOG["spider1"]) == 168 and len(CATALOG["spider2_lite"]) == 792  # the mirror's manifest
     for dataset, sources in CATALOG.items():
@@ -401,9 +401,7 @@ def test_real_mirror_resolves_and_reads(tmp_path):
     raw_dir = Path(os.environ["PLBENCH_RAW_DIR"])
     paths = {s.relative_path: resolve(s, raw_dir, tmp_path) for sources in CATALOG.values() for s in sources}
 
-    problems, rejections = read_mbpp(
-        paths["mbpp/mbpp.jsonl"], "mbpp/mbpp.jsonl", paths["mbpp/sanitized-mbpp.json"]
-    )
+    problems, rejections = read_mbpp(paths["mbpp/mbpp.jsonl"], "mbpp/mbpp.jsonl", paths["mbpp/sanitized-mbpp.json"])
     assert (len(problems), len(rejections)) == (974, 0)
     assert sum(p.extra["in_sanitized"] for p in problems) == 427
 

@@ -25,10 +25,13 @@ def test_same_normalizes_only_what_is_documented():
 
 
 def test_every_value_of_a_rich_task_comes_back_equal(pg_engine):
-    task = typed_task(["m", "d", "x"], [
-        (([[1, 2], []], {"a": 1.5}, (1, "it's")), [1, "a", 2.5]),
-        (([], {}, (2, None)), []),
-    ])
+    task = typed_task(
+        ["m", "d", "x"],
+        [
+            (([[1, 2], []], {"a": 1.5}, (1, "it's")), [1, "a", 2.5]),
+            (([], {}, (2, None)), []),
+        ],
+    )
     result = roundtrip_task(pg_engine, task)
     assert (result.values, result.equal, result.mismatches, result.error) == (8, 8, (), "")
 
@@ -47,22 +50,33 @@ def test_a_lossy_literal_is_reported_as_a_mismatch(pg_engine, monkeypatch):
     assert result.mismatches == ("case 1 expected value: sent 3.14159265, got 3.14",)
 
 
-SCALARS = st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(alphabet=st.characters(blacklist_characters="\x00")),
-                    st.booleans(), st.floats(allow_nan=True, allow_infinity=True))
+SCALARS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.text(alphabet=st.characters(blacklist_characters="\x00")),
+    st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(
-    SCALARS,
-    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=5),
-    st.lists(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=5), max_size=3),
-             max_size=3),
-    st.tuples(st.integers(-1000, 1000), st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8),
-              st.floats(allow_nan=False)),
-    st.dictionaries(st.text(alphabet="abc", max_size=3), st.floats(allow_nan=False, allow_infinity=False),
-                    max_size=4),
-    st.sets(st.integers(-50, 50), max_size=5),
-))
+@given(
+    st.one_of(
+        SCALARS,
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=5),
+        st.lists(
+            st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=5), max_size=3), max_size=3
+        ),
+        st.tuples(
+            st.integers(-1000, 1000),
+            st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8),
+            st.floats(allow_nan=False),
+        ),
+        st.dictionaries(
+            st.text(alphabet="abc", max_size=3), st.floats(allow_nan=False, allow_infinity=False), max_size=4
+        ),
+        st.sets(st.integers(-50, 50), max_size=5),
+    )
+)
 def test_random_literals_round_trip_on_postgres(pg_engine, value):
     result = roundtrip_task(pg_engine, typed_task(["x"], [((value,), 1)]))
     assert result.error == "" and result.mismatches == (), result

@@ -47,6 +47,7 @@ def read(raw_root, tmp_path_factory):
 
 # ---- archives ------------------------------------------------------------------------------------
 
+
 def test_archives_unpack_once_into_the_cache(raw_root, read):
     _, _, cache = read
     roots = unpack_archives(raw_root, cache)
@@ -56,16 +57,23 @@ def test_archives_unpack_once_into_the_cache(raw_root, read):
     assert unpack_archives(raw_root, cache)["bigquery"] == roots["bigquery"]
     assert marker.stat().st_mtime_ns == stamp  # not unpacked again
     assert sorted(p.name for p in (raw_root / LITE / "resource/databases").iterdir()) == [
-        "bigquery.tar.gz", "snowflake.tar.gz", "sqlite"]  # nothing written beside the source
+        "bigquery.tar.gz",
+        "snowflake.tar.gz",
+        "sqlite",
+    ]  # nothing written beside the source
 
 
 # ---- reading -------------------------------------------------------------------------------------
+
 
 def test_every_description_is_read_with_its_header_variant(read):
     databases, rejections, _ = read
     assert rejections == []
     assert {n: d.source_dialect for n, d in databases.items()} == {
-        "SQLITE_SHOP": "sqlite", "shop_bq": "bigquery", "SHOP_SF": "snowflake"}
+        "SQLITE_SHOP": "sqlite",
+        "shop_bq": "bigquery",
+        "SHOP_SF": "snowflake",
+    }
     assert [t.name for t in databases["SQLITE_SHOP"].tables] == ["customers", "orders"]
     assert databases["SQLITE_SHOP"].table("customers").primary_key == ("id",)
     assert databases["SQLITE_SHOP"].table("orders").foreign_keys[0].ref_table == "customers"
@@ -74,8 +82,10 @@ def test_every_description_is_read_with_its_header_variant(read):
 
 def test_database_part_without_ddl_csv_is_built_from_json(read):
     db = read[0]["shop_bq"]
-    assert {"decision": "no_ddl_csv", "detail": "bigquery-public-data.extra: columns from the JSON files"} \
-        in db.decisions
+    assert {
+        "decision": "no_ddl_csv",
+        "detail": "bigquery-public-data.extra: columns from the JSON files",
+    } in db.decisions
     assert [c.name for c in db.table("stats").columns] == ["day", "hits"]
     assert db.rows["stats"] == [("2020-01-01", "[758, 897, 4]")]
 
@@ -84,16 +94,24 @@ def test_sample_values_are_prepared_per_family(read):
     bq, sf = read[0]["shop_bq"], read[0]["SHOP_SF"]
     import datetime as dt
     import decimal
+
     assert bq.rows["events_20200101"][0] == (
-        1, dt.datetime(2020, 1, 1, 10, 0), '{"kind": "view", "n": 2}', '["a b", "c"]', decimal.Decimal("12.500000000"),
-        "POINT(1 2)")
+        1,
+        dt.datetime(2020, 1, 1, 10, 0),
+        '{"kind": "view", "n": 2}',
+        '["a b", "c"]',
+        decimal.Decimal("12.500000000"),
+        "POINT(1 2)",
+    )
     assert bq.rows["events_20200101"][1][1] is None  # pandas NaT
     assert sf.rows["ITEMS"] == [(7, '{"color": "red"}', dt.datetime(2021, 5, 1, 8, 30), "x", b"\x00\xff")]
 
 
 def test_numpy_and_python_reprs_become_json():
     assert python_repr_value("[{'k': 'a b', 'v': nan}\n {'k': 'c', 'v': array([1, 2], dtype=object)}]") == [
-        {"k": "a b", "v": None}, {"k": "c", "v": [1, 2]}]
+        {"k": "a b", "v": None},
+        {"k": "c", "v": [1, 2]},
+    ]
     assert python_repr_value("[9.9e-01 1.0e-05]") == [0.99, 1e-05]
     assert nested_json("[1 2 ... 9]") == ('"[1 2 ... 9]"', False)  # truncated repr: kept as a JSON string
 
@@ -107,36 +125,51 @@ def test_parse_ddl_bigquery_three_part_name_and_nested_types():
 
 
 def test_shared_table_names_get_their_dataset_as_prefix():
-    raw = [spider2.RawTable("p.a", "t", "p.a.t", [("x", "INT64", True)]),
-           spider2.RawTable("p.b", "T", "p.b.T", [("x", "INT64", True)]),
-           spider2.RawTable("p.b", "u", "p.b.u", [("x", "INT64", True)])]
+    raw = [
+        spider2.RawTable("p.a", "t", "p.a.t", [("x", "INT64", True)]),
+        spider2.RawTable("p.b", "T", "p.b.T", [("x", "INT64", True)]),
+        spider2.RawTable("p.b", "u", "p.b.u", [("x", "INT64", True)]),
+    ]
     assert spider2.unique_table_names(raw) == ["a__t", "b__T", "u"]
 
 
 # ---- exact DDL for the warehouse mapping rules ---------------------------------------------------
 
+
 def test_bigquery_ddl_in_both_dialects(read):
     db = read[0]["shop_bq"]
     pg = [c for c in normalize(db, "postgres").create_statements if "events_20200101" in c][0]
     ora = [c for c in normalize(db, "oracle").create_statements if "EVENTS_20200101" in c][0]
-    assert pg == ("CREATE TABLE events_20200101 (\n  event_id bigint NOT NULL,\n  ts timestamp,\n  payload jsonb,\n"
-                  "  tags jsonb,\n  price numeric,\n  area text\n);")
-    assert ora == ("CREATE TABLE EVENTS_20200101 (\n  EVENT_ID NUMBER(19) NOT NULL,\n  TS TIMESTAMP,\n"
-                   "  PAYLOAD CLOB CHECK (PAYLOAD IS JSON),\n  TAGS CLOB CHECK (TAGS IS JSON),\n  PRICE NUMBER,\n"
-                   "  AREA VARCHAR2(4000 BYTE)\n);")
+    assert pg == (
+        "CREATE TABLE events_20200101 (\n  event_id bigint NOT NULL,\n  ts timestamp,\n  payload jsonb,\n"
+        "  tags jsonb,\n  price numeric,\n  area text\n);"
+    )
+    assert ora == (
+        "CREATE TABLE EVENTS_20200101 (\n  EVENT_ID NUMBER(19) NOT NULL,\n  TS TIMESTAMP,\n"
+        "  PAYLOAD CLOB CHECK (PAYLOAD IS JSON),\n  TAGS CLOB CHECK (TAGS IS JSON),\n  PRICE NUMBER,\n"
+        "  AREA VARCHAR2(4000 BYTE)\n);"
+    )
     rules = {c.name: c.rule for c in db.table("events_20200101").columns}
-    assert rules == {"event_id": "integer", "ts": "timestamp", "payload": "nested_as_json", "tags": "nested_as_json",
-                     "price": "decimal", "area": "bigquery_geography_wkt"}
+    assert rules == {
+        "event_id": "integer",
+        "ts": "timestamp",
+        "payload": "nested_as_json",
+        "tags": "nested_as_json",
+        "price": "decimal",
+        "area": "bigquery_geography_wkt",
+    }
 
 
 def test_snowflake_ddl_in_both_dialects(read):
     db = read[0]["SHOP_SF"]
     assert normalize(db, "postgres").create_statements == [
         "CREATE TABLE items (\n  item_id bigint NOT NULL,\n  attrs jsonb,\n  updated timestamp,\n  label text,\n"
-        "  raw bytea\n);"]
+        "  raw bytea\n);"
+    ]
     assert normalize(db, "oracle").create_statements == [
-        'CREATE TABLE ITEMS (\n  ITEM_ID NUMBER(19) NOT NULL,\n  ATTRS CLOB CHECK (ATTRS IS JSON),\n'
-        '  UPDATED TIMESTAMP,\n  LABEL VARCHAR2(4000 BYTE),\n  "RAW" BLOB\n);']
+        "CREATE TABLE ITEMS (\n  ITEM_ID NUMBER(19) NOT NULL,\n  ATTRS CLOB CHECK (ATTRS IS JSON),\n"
+        '  UPDATED TIMESTAMP,\n  LABEL VARCHAR2(4000 BYTE),\n  "RAW" BLOB\n);'
+    ]
     assert db.table("ITEMS").column("ITEM_ID").rule == "number_scale_0"
 
 
@@ -151,6 +184,7 @@ def test_schema_names_are_unique_across_sources(read):
 
 # ---- loading and tasks on the real PostgreSQL ----------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def loaded(read, pg_engine):
     databases = list(read[0].values())
@@ -161,8 +195,10 @@ def loaded(read, pg_engine):
 def test_all_fixture_databases_load_and_verify(loaded):
     reports, conn = loaded
     assert {k: (r.verified, r.error) for k, r in reports.items()} == {
-        "spider2_lite/SQLITE_SHOP|sqlite": (True, ""), "spider2_lite/shop_bq|bigquery": (True, ""),
-        "spider2_lite/SHOP_SF|snowflake": (True, "")}
+        "spider2_lite/SQLITE_SHOP|sqlite": (True, ""),
+        "spider2_lite/shop_bq|bigquery": (True, ""),
+        "spider2_lite/SHOP_SF|snowflake": (True, ""),
+    }
     assert conn.execute("SELECT attrs->>'color', raw FROM s2_shop_sf.items").fetchone() == ("red", b"\x00\xff")
 
 
@@ -177,7 +213,9 @@ def test_task_records_reconcile_and_carry_the_gold_analysis(raw_root, read, load
     tasks, rejections = build_tasks(raw_root, list(read[0].values()), conn)
     assert len(tasks) + len(rejections) == 4
     assert {(r.source_id, r.reason_code) for r in rejections} == {
-        ("local002", "no_gold_sql"), ("sf001", "database_not_found")}
+        ("local002", "no_gold_sql"),
+        ("sf001", "database_not_found"),
+    }
     local, bq = {t.instance_id: t for t in tasks}["local001"], {t.instance_id: t for t in tasks}["bq001"]
     assert (local.db, local.resolved_db) == ("sqlite-shop", "SQLITE_SHOP")
     assert local.external_knowledge == "# Totals\nSum amounts.\n"
@@ -188,8 +226,10 @@ def test_task_records_reconcile_and_carry_the_gold_analysis(raw_root, read, load
     assert local.oracle_parses and sqlglot.parse_one(local.gold_oracle, read="oracle") is not None
     assert local.reference_results == {"local001.csv": "name,total\nZoë,4.0\n"}
     assert bq.tables_required == ["bigquery-public-data.shop.events_*"]
-    assert bq.columns_required == ["bigquery-public-data.shop.events_*.event_id",
-                                   "bigquery-public-data.shop.events_*.payload"]
+    assert bq.columns_required == [
+        "bigquery-public-data.shop.events_*.event_id",
+        "bigquery-public-data.shop.events_*.payload",
+    ]
     assert bq.executes_on_samples is False and bq.sqlstate  # no wildcard tables in PostgreSQL
     assert list(bq.reference_results) == ["bq001_a.csv"]
 
@@ -203,6 +243,7 @@ RAW = os.environ.get("PLBENCH_RAW_DIR")
 @pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")
 def test_all_162_descriptions_load(pg_engine, tmp_path_factory):
     from plbench.config import BuildConfig
+
     databases, rejections = read_spider2_databases(Path(RAW), BuildConfig.from_env().cache_dir)
     assert rejections == [] and len(databases) == 162
     with pg_engine.connection() as conn:

@@ -18,12 +18,28 @@ from plbench.spider.tasks import (
 )
 
 
-@pytest.mark.parametrize("value, text", [
-    (None, "NULL"), (7, "7"), (-12345678901234567890, "-12345678901234567890"), (2.5, "2.5"), (3.0, "3"),
-    (1 / 3, "0.3333"), (2 / 3, "0.6667"), (0.00004, "0"), (-0.00004, "0"), (0.00005, "0.0001"),
-    (decimal.Decimal("2.50000"), "2.5"), (1e20, "100000000000000000000"), (True, "true"), ("a, b", "a, b"),
-    (dt.date(2020, 1, 5), "2020-01-05"), (dt.datetime(2022, 3, 1, 9, 0), "2022-03-01 09:00:00"), (b"\x00\xff", "00ff"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (None, "NULL"),
+        (7, "7"),
+        (-12345678901234567890, "-12345678901234567890"),
+        (2.5, "2.5"),
+        (3.0, "3"),
+        (1 / 3, "0.3333"),
+        (2 / 3, "0.6667"),
+        (0.00004, "0"),
+        (-0.00004, "0"),
+        (0.00005, "0.0001"),
+        (decimal.Decimal("2.50000"), "2.5"),
+        (1e20, "100000000000000000000"),
+        (True, "true"),
+        ("a, b", "a, b"),
+        (dt.date(2020, 1, 5), "2020-01-05"),
+        (dt.datetime(2022, 3, 1, 9, 0), "2022-03-01 09:00:00"),
+        (b"\x00\xff", "00ff"),
+    ],
+)
 def test_the_output_rule_in_python(value, text):
     assert format_value(value) == text
 
@@ -32,13 +48,22 @@ def test_rows_join_their_fields_with_commas():
     assert format_row((1, None, "x")) == "1,NULL,x"
 
 
-@pytest.mark.parametrize("value, pg_type, text", [
-    ("2.5::float8", "float8", "2.5"), ("3.0::float8", "float8", "3"), ("(1.0/3)::numeric", "numeric", "0.3333"),
-    ("0.00005::numeric", "numeric", "0.0001"), ("-0.00004::float8", "float8", "0"), ("42::int8", "int8", "42"),
-    ("NULL::int4", "int4", "NULL"), ("DATE '2020-01-05'", "date", "2020-01-05"),
-    ("TIMESTAMP '2022-03-01 09:00:00'", "timestamp", "2022-03-01 09:00:00"), ("'x'::text", "text", "x"),
-    ("'\\x00ff'::bytea", "bytea", "00ff"),
-])
+@pytest.mark.parametrize(
+    "value, pg_type, text",
+    [
+        ("2.5::float8", "float8", "2.5"),
+        ("3.0::float8", "float8", "3"),
+        ("(1.0/3)::numeric", "numeric", "0.3333"),
+        ("0.00005::numeric", "numeric", "0.0001"),
+        ("-0.00004::float8", "float8", "0"),
+        ("42::int8", "int8", "42"),
+        ("NULL::int4", "int4", "NULL"),
+        ("DATE '2020-01-05'", "date", "2020-01-05"),
+        ("TIMESTAMP '2022-03-01 09:00:00'", "timestamp", "2022-03-01 09:00:00"),
+        ("'x'::text", "text", "x"),
+        ("'\\x00ff'::bytea", "bytea", "00ff"),
+    ],
+)
 def test_the_postgres_expression_prints_what_python_prints(pg_engine, value, pg_type, text):
     with pg_engine.session() as session:
         result = session.query(f"SELECT {field_expression('postgres', value, type_class(pg_type))}")

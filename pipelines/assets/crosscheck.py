@@ -26,22 +26,35 @@ def _tasks(prepared: PreparedRelease) -> dict:
     return checkable_tasks(prepared.tables["tasks.parquet"][0])
 
 
-@dg.asset(group_name=GROUP, kinds={"openai"},
-          description="Candidate implementations for the crosscheck: PLBENCH_CROSSCHECK_SOLUTIONS, else a model "
-                      "at PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL (hint level PLBENCH_LLM_HINT), else not_run.")
-def crosscheck_candidates(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-                          release_tables: PreparedRelease) -> CandidateSet:
-    candidates = stage_candidates(_tasks(release_tables), build.crosscheck_solutions, build.llm_hint,
-                                  build.cache_dir / "llm")
-    context.add_output_metadata({"candidates": len(candidates.candidates), "source": candidates.source,
-                                 "not_run": candidates.reason})
+@dg.asset(
+    group_name=GROUP,
+    kinds={"openai"},
+    description="Candidate implementations for the crosscheck: PLBENCH_CROSSCHECK_SOLUTIONS, else a model "
+    "at PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL (hint level PLBENCH_LLM_HINT), else not_run.",
+)
+def crosscheck_candidates(
+    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], release_tables: PreparedRelease
+) -> CandidateSet:
+    candidates = stage_candidates(
+        _tasks(release_tables), build.crosscheck_solutions, build.llm_hint, build.cache_dir / "llm"
+    )
+    context.add_output_metadata(
+        {"candidates": len(candidates.candidates), "source": candidates.source, "not_run": candidates.reason}
+    )
     return candidates
 
 
-@dg.asset(group_name=GROUP, kinds={"postgres"},
-          description="Python–PL/SQL implementation cross-check: output- and pass/fail-level agreement.")
-def crosscheck(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-               release_tables: PreparedRelease, crosscheck_candidates: CandidateSet) -> CrosscheckReport:
+@dg.asset(
+    group_name=GROUP,
+    kinds={"postgres"},
+    description="Python–PL/SQL implementation cross-check: output- and pass/fail-level agreement.",
+)
+def crosscheck(
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    release_tables: PreparedRelease,
+    crosscheck_candidates: CandidateSet,
+) -> CrosscheckReport:
     engines = {}
     if crosscheck_candidates.candidates:
         for dialect in sorted({c.dialect for c in crosscheck_candidates.candidates}):
@@ -49,8 +62,7 @@ def crosscheck(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildC
             if not isinstance(engine, str):
                 engines[dialect] = engine
     try:
-        report = stage_crosscheck(_tasks(release_tables), crosscheck_candidates, engines, build.sandbox,
-                                  build.workers)
+        report = stage_crosscheck(_tasks(release_tables), crosscheck_candidates, engines, build.sandbox, build.workers)
     finally:
         for engine in engines.values():
             engine.close()

@@ -28,16 +28,25 @@ def _stage_metadata(out: StageOutput, count_in: int) -> dict:
 
 
 def _raw_asset(subset: str):
-    @dg.asset(name=f"{subset}_raw", group_name=GROUP, kinds={"python"},
-              description=f"The {subset} raw files, checksum-verified, read into typed records.")
+    @dg.asset(
+        name=f"{subset}_raw",
+        group_name=GROUP,
+        kinds={"python"},
+        description=f"The {subset} raw files, checksum-verified, read into typed records.",
+    )
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> Ingested | None:
         if subset not in build.subsets:
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
             return None
         ingested = ingest(build, subset)
-        context.add_output_metadata({
-            "records": len(ingested.problems), "input": ingested.input_count,
-            "rejected": len(ingested.rejections), "inputs_sha256": dg.MetadataValue.json(ingested.inputs)})
+        context.add_output_metadata(
+            {
+                "records": len(ingested.problems),
+                "input": ingested.input_count,
+                "rejected": len(ingested.rejections),
+                "inputs_sha256": dg.MetadataValue.json(ingested.inputs),
+            }
+        )
         return ingested
 
     return raw
@@ -51,53 +60,81 @@ def selected(*raws: Ingested | None) -> list[Ingested]:
     return [r for r in raws if r is not None]
 
 
-@dg.asset(group_name=GROUP, kinds={"python"},
-          description="Test cases: MBPP asserts parsed by AST; MBPP+ inputs run through the sandboxed reference.")
-def mbpp_test_cases(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-                    mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None) -> StageOutput:
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
+    description="Test cases: MBPP asserts parsed by AST; MBPP+ inputs run through the sandboxed reference.",
+)
+def mbpp_test_cases(
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    mbpp_raw: Ingested | None,
+    mbpp_plus_raw: Ingested | None,
+) -> StageOutput:
     ingested = selected(mbpp_raw, mbpp_plus_raw)
     out = extract_test_cases(ingested, build)
     context.add_output_metadata(_stage_metadata(out, sum(len(i.problems) for i in ingested)))
     return out
 
 
-@dg.asset(group_name=GROUP, kinds={"python"},
-          description="One signature per task, consistent across its test cases.")
-def mbpp_signatures(context: dg.AssetExecutionContext, mbpp_test_cases: StageOutput,
-                    mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None) -> StageOutput:
+@dg.asset(group_name=GROUP, kinds={"python"}, description="One signature per task, consistent across its test cases.")
+def mbpp_signatures(
+    context: dg.AssetExecutionContext,
+    mbpp_test_cases: StageOutput,
+    mbpp_raw: Ingested | None,
+    mbpp_plus_raw: Ingested | None,
+) -> StageOutput:
     out = infer_signatures(mbpp_test_cases, selected(mbpp_raw, mbpp_plus_raw))
     context.add_output_metadata(_stage_metadata(out, len(mbpp_test_cases.items)))
     return out
 
 
-@dg.asset(group_name=GROUP, kinds={"python"},
-          description="Prompt, scaffold, setup DDL, test block and test cases per task and dialect.")
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
+    description="Prompt, scaffold, setup DDL, test block and test cases per task and dialect.",
+)
 def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_signatures: StageOutput) -> StageOutput:
     out = build_tasks(mbpp_signatures)
     meta = _stage_metadata(out, len(mbpp_signatures.items))
     meta["rows_by_dialect"] = dg.MetadataValue.json(
-        {d: sum(1 for a in out.items if a.dialect == d) for d in sorted({a.dialect for a in out.items})})
+        {d: sum(1 for a in out.items if a.dialect == d) for d in sorted({a.dialect for a in out.items})}
+    )
     context.add_output_metadata(meta)
     return out
 
 
-@dg.asset_check(asset=mbpp_tasks, blocking=True, additional_ins={"mbpp_signatures": dg.AssetIn()},
-                description="Every typed task has artifacts or a rejection, in every dialect.")
+@dg.asset_check(
+    asset=mbpp_tasks,
+    blocking=True,
+    additional_ins={"mbpp_signatures": dg.AssetIn()},
+    description="Every typed task has artifacts or a rejection, in every dialect.",
+)
 def mbpp_tasks_reconcile(mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) -> dg.AssetCheckResult:
 
     emitted = {(a.task_id, a.dialect) for a in mbpp_tasks.items}
-    rejected = {(task_id(r.subset, r.source_id), r.dialect) for r in mbpp_tasks.rejections
-                if r.level == "task"}
-    missing = [(t.task_id, d) for t in mbpp_signatures.items for d in DIALECT_NAMES
-               if ((t.task_id, d) in emitted) == ((t.task_id, d) in rejected)]
+    rejected = {(task_id(r.subset, r.source_id), r.dialect) for r in mbpp_tasks.rejections if r.level == "task"}
+    missing = [
+        (t.task_id, d)
+        for t in mbpp_signatures.items
+        for d in DIALECT_NAMES
+        if ((t.task_id, d) in emitted) == ((t.task_id, d) in rejected)
+    ]
     return dg.AssetCheckResult(passed=not missing, metadata={"unreconciled": dg.MetadataValue.json(missing[:50])})
 
 
-@dg.asset(group_name=GROUP, kinds={"python"},
-          description="Collection and object types: once per unique element type and dialect, deterministic names.")
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
+    description="Collection and object types: once per unique element type and dialect, deterministic names.",
+)
 def plsql_types(context: dg.AssetExecutionContext, mbpp_tasks: StageOutput) -> list[dict]:
     types = collect_types(mbpp_tasks.items)
-    context.add_output_metadata({
-        "types": dg.MetadataValue.json({d: sum(1 for t in types if t["dialect"] == d)
-                                        for d in sorted({t["dialect"] for t in types})})})
+    context.add_output_metadata(
+        {
+            "types": dg.MetadataValue.json(
+                {d: sum(1 for t in types if t["dialect"] == d) for d in sorted({t["dialect"] for t in types})}
+            )
+        }
+    )
     return types

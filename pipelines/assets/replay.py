@@ -7,7 +7,6 @@ unpartitioned assets. Selecting `replay_validation/postgres` reruns one dialect
 alone, reusing the stored upstream stages.
 """
 
-
 from collections import Counter
 
 import dagster as dg
@@ -19,16 +18,25 @@ GROUP = "validation"
 
 
 def _replay_asset(dialect: str):
-    @dg.asset(key=["replay_validation", dialect], group_name=GROUP, kinds={dialect},
-              description=f"Replay and mutation checks of every task's {dialect} test block on a real server.")
-    def replay(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-               mbpp_tasks: StageOutput) -> ReplayReport:
+    @dg.asset(
+        key=["replay_validation", dialect],
+        group_name=GROUP,
+        kinds={dialect},
+        description=f"Replay and mutation checks of every task's {dialect} test block on a real server.",
+    )
+    def replay(
+        context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput
+    ) -> ReplayReport:
         report = replay_stage(build, mbpp_tasks, dialect)
         meta = {"ran": report.ran, "seconds": round(report.seconds, 2)}
         if report.ran:
-            meta.update({"engine": report.engine,
-                         "statuses": dg.MetadataValue.json(dict(Counter(r.status for r in report.results))),
-                         "mutants": dg.MetadataValue.json(report.mutant_counts())})
+            meta.update(
+                {
+                    "engine": report.engine,
+                    "statuses": dg.MetadataValue.json(dict(Counter(r.status for r in report.results))),
+                    "mutants": dg.MetadataValue.json(report.mutant_counts()),
+                }
+            )
         else:
             meta["reason"] = report.reason
         context.add_output_metadata(meta)
@@ -38,8 +46,12 @@ def _replay_asset(dialect: str):
 
 
 def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=replay_asset, name="retention_floor", blocking=True,
-                    description="Share of typed tasks that pass replay stays above the configured floor.")
+    @dg.asset_check(
+        asset=replay_asset,
+        name="retention_floor",
+        blocking=True,
+        description="Share of typed tasks that pass replay stays above the configured floor.",
+    )
     def check(build: dg.ResourceParam[BuildConfig], report: ReplayReport) -> dg.AssetCheckResult:
         if not report.ran:
             return dg.AssetCheckResult(passed=True, metadata={"not_run": report.reason})
@@ -47,20 +59,28 @@ def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.Asse
             return dg.AssetCheckResult(passed=True, metadata={"tasks": 0})
         passed = sum(r.status == "passed" for r in report.results)
         rate = passed / len(report.results)
-        return dg.AssetCheckResult(passed=rate >= build.min_retention,
-                                   metadata={"retention": rate, "floor": build.min_retention, "passed": passed})
+        return dg.AssetCheckResult(
+            passed=rate >= build.min_retention,
+            metadata={"retention": rate, "floor": build.min_retention, "passed": passed},
+        )
 
     return check
 
 
 def _roundtrip_asset(dialect: str):
-    @dg.asset(key=["roundtrip", dialect], group_name=GROUP, kinds={dialect},
-              description=f"Every test value as a {dialect} literal, through an identity function and back.")
-    def roundtrip(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig],
-                  mbpp_tasks: StageOutput) -> RoundTripReport:
+    @dg.asset(
+        key=["roundtrip", dialect],
+        group_name=GROUP,
+        kinds={dialect},
+        description=f"Every test value as a {dialect} literal, through an identity function and back.",
+    )
+    def roundtrip(
+        context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput
+    ) -> RoundTripReport:
         report = roundtrip_stage(build, mbpp_tasks, dialect)
-        context.add_output_metadata({"seconds": round(report.seconds, 2),
-                                     "counts": dg.MetadataValue.json(report.counts())})
+        context.add_output_metadata(
+            {"seconds": round(report.seconds, 2), "counts": dg.MetadataValue.json(report.counts())}
+        )
         return report
 
     return roundtrip

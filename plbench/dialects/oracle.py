@@ -35,7 +35,8 @@ from plbench.mbpp.pytypes import PyType
 
 # V$RESERVED_WORDS with RESERVED = 'Y' plus the PL/SQL reserved words (PL/SQL Language
 # Reference, appendix D); a parameter or function may not take these names unquoted.
-ORACLE_RESERVED = frozenset("""
+ORACLE_RESERVED = frozenset(
+    """
 ACCESS ADD ALL ALTER AND ANY AS ASC AUDIT BETWEEN BY CHAR CHECK CLUSTER COLUMN COMMENT COMPRESS CONNECT
 CREATE CURRENT DATE DECIMAL DEFAULT DELETE DESC DISTINCT DROP ELSE EXCLUSIVE EXISTS FILE FLOAT FOR FROM
 GRANT GROUP HAVING IDENTIFIED IMMEDIATE IN INCREMENT INDEX INITIAL INSERT INTEGER INTERSECT INTO IS LEVEL
@@ -45,15 +46,18 @@ SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO T
 UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH
 BEGIN CASE CLUSTERS COLAUTH COLUMNS CRASH CURSOR DECLARE END EXCEPTION FETCH FUNCTION GOTO IF INDEXES
 OVERLAPS PROCEDURE SQL SUBTYPE TABAUTH TYPE VIEWS WHEN
-""".split())
+""".split()
+)
 
 # Built-in SQL functions of the STANDARD package: a schema-level function of the same name is
 # not what an unqualified call reaches from PL/SQL, so task functions never take these names.
-ORACLE_BUILTINS = frozenset("""
+ORACLE_BUILTINS = frozenset(
+    """
 ABS ACOS ASCII ASIN ATAN AVG CEIL CHR CONCAT COS COUNT DECODE EXP FLOOR GREATEST INITCAP INSTR LEAST LENGTH LN
 LOG LOWER LPAD LTRIM MAX MEDIAN MIN MOD NVL POWER REPLACE REVERSE ROUND RPAD RTRIM SIGN SIN SQRT SUBSTR SUM TAN
 TRANSLATE TRIM TRUNC UPPER
-""".split())
+""".split()
+)
 
 MAX_NUMBER_DIGITS = 38
 SQL_VARCHAR_BYTES = 4000
@@ -67,7 +71,7 @@ _TYPE_TOKEN_INT = "num"
 def _quote(text: str) -> str:
     if "\x00" in text:
         raise UnrepresentableValue("unsupported_value", "an Oracle string literal cannot hold a NUL character")
-    chunks = [text[i:i + LITERAL_CHUNK] for i in range(0, len(text), LITERAL_CHUNK)] or [""]
+    chunks = [text[i : i + LITERAL_CHUNK] for i in range(0, len(text), LITERAL_CHUNK)] or [""]
     return " || ".join("'" + c.replace("'", "''") + "'" for c in chunks)
 
 
@@ -152,8 +156,9 @@ class OracleDialect(Dialect):
         if kind == "str":
             limit = PLSQL_VARCHAR_BYTES if top else SQL_VARCHAR_BYTES
             if len(value.encode()) > limit:
-                raise UnrepresentableValue("value_out_of_range",
-                                           f"a string of {len(value.encode())} bytes exceeds VARCHAR2({limit})")
+                raise UnrepresentableValue(
+                    "value_out_of_range", f"a string of {len(value.encode())} bytes exceeds VARCHAR2({limit})"
+                )
             return _quote(value)
         if kind == "bool":
             return ("TRUE" if value else "FALSE") if top else ("1" if value else "0")
@@ -166,16 +171,19 @@ class OracleDialect(Dialect):
         if kind == "dict":
             table = self.sql_type(t, env)
             kv = self.type_identifier(kv_token(t, _TYPE_TOKEN_INT))
-            pairs = [f"{kv}({self.literal(k, t.args[0], env, False)}, {self.literal(v, t.args[1], env, False)})"
-                     for k, v in sort_unordered(value)]
+            pairs = [
+                f"{kv}({self.literal(k, t.args[0], env, False)}, {self.literal(v, t.args[1], env, False)})"
+                for k, v in sort_unordered(value)
+            ]
             return f"{table}({', '.join(pairs)})"
         if kind == "record":
             fields = ", ".join(self.literal(v, a, env, top=False) for v, a in zip(value, t.args))
             return f"{self.sql_type(t, env)}({fields})"
         if kind == "variant":
             member = variant_member(value, t)
-            fields = [_quote(member.kind)] + [self.literal(value if m == member else None, m, env, False)
-                                              for m in t.args]
+            fields = [_quote(member.kind)] + [
+                self.literal(value if m == member else None, m, env, False) for m in t.args
+            ]
             return f"{self.sql_type(t, env)}({', '.join(fields)})"
         raise UnrepresentableValue("unsupported_type", f"no Oracle literal for {t.describe()}")
 
@@ -188,33 +196,46 @@ class OracleDialect(Dialect):
             body = self._helper_body(t, env, top)
             sql = self._param_type(t, env, top)
             del env.helpers[name]
-            env.helpers[name] = (f"FUNCTION {name}(a {sql}, b {sql}) RETURN BOOLEAN IS\n{body}\nEND {name};")
+            env.helpers[name] = f"FUNCTION {name}(a {sql}, b {sql}) RETURN BOOLEAN IS\n{body}\nEND {name};"
         return f"{name}({a}, {b})"
 
     def _helper_body(self, t: PyType, env: TypeEnv, top: bool) -> str:
         null_check = "  IF a IS NULL OR b IS NULL THEN RETURN a IS NULL AND b IS NULL; END IF;\n"
         if t.kind == "json":  # JSON_EQUAL (18c+) compares documents, not their text
-            return (f"  n PLS_INTEGER;\nBEGIN\n{null_check}"
-                    "  SELECT COUNT(*) INTO n FROM dual WHERE JSON_EQUAL(a, b);\n  RETURN n = 1;")
+            return (
+                f"  n PLS_INTEGER;\nBEGIN\n{null_check}"
+                "  SELECT COUNT(*) INTO n FROM dual WHERE JSON_EQUAL(a, b);\n  RETURN n = 1;"
+            )
         if t.kind == "float":
-            return (f"BEGIN\n{null_check}  IF a = b THEN RETURN TRUE; END IF;\n"
-                    f"  RETURN ABS(a - b) <= {env.atol!r}d + {env.rtol!r}d * ABS(b);")
+            return (
+                f"BEGIN\n{null_check}  IF a = b THEN RETURN TRUE; END IF;\n"
+                f"  RETURN ABS(a - b) <= {env.atol!r}d + {env.rtol!r}d * ABS(b);"
+            )
         if t.is_scalar:
             return f"BEGIN\n{null_check}  RETURN a = b;"
         if t.kind in ("record", "variant"):
-            names = ([("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
-                     if t.kind == "variant" else [(f"f{i + 1}", x) for i, x in enumerate(t.args)])
-            checks = "\n".join(f"  IF NOT NVL({self.eq(x, f'a.{f}', f'b.{f}', env, top=False)}, FALSE) "
-                               "THEN RETURN FALSE; END IF;" for f, x in names)
+            names = (
+                [("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
+                if t.kind == "variant"
+                else [(f"f{i + 1}", x) for i, x in enumerate(t.args)]
+            )
+            checks = "\n".join(
+                f"  IF NOT NVL({self.eq(x, f'a.{f}', f'b.{f}', env, top=False)}, FALSE) THEN RETURN FALSE; END IF;"
+                for f, x in names
+            )
             return f"BEGIN\n{null_check}{checks}\n  RETURN TRUE;"
-        head = (f"  i PLS_INTEGER; j PLS_INTEGER; found BOOLEAN;\nBEGIN\n{null_check}"
-                "  IF a.COUNT <> b.COUNT THEN RETURN FALSE; END IF;\n")
+        head = (
+            f"  i PLS_INTEGER; j PLS_INTEGER; found BOOLEAN;\nBEGIN\n{null_check}"
+            "  IF a.COUNT <> b.COUNT THEN RETURN FALSE; END IF;\n"
+        )
         if t.kind in ("list", "tuple_seq"):
             # Walk both with FIRST/NEXT: nested tables may be sparse after DELETE, and `=` ignores order.
             cond = self.eq(t.elem, "a(i)", "b(j)", env, top=False)
-            return (head + "  i := a.FIRST; j := b.FIRST;\n  WHILE i IS NOT NULL LOOP\n"
-                    f"    IF NOT NVL({cond}, FALSE) THEN RETURN FALSE; END IF;\n"
-                    "    i := a.NEXT(i); j := b.NEXT(j);\n  END LOOP;\n  RETURN TRUE;")
+            return (
+                head + "  i := a.FIRST; j := b.FIRST;\n  WHILE i IS NOT NULL LOOP\n"
+                f"    IF NOT NVL({cond}, FALSE) THEN RETURN FALSE; END IF;\n"
+                "    i := a.NEXT(i); j := b.NEXT(j);\n  END LOOP;\n  RETURN TRUE;"
+            )
         if t.kind == "set":
             match = self.eq(t.elem, "a(i)", "b(j)", env, top=False)
         else:
@@ -222,10 +243,12 @@ class OracleDialect(Dialect):
             match = f"NVL({key_eq}, FALSE) AND {self.eq(t.args[1], 'a(i).v', 'b(j).v', env, top=False)}"
         # b is the expected value (distinct elements / keys): equal sizes and every expected
         # element found in the actual one means a is a permutation of b.
-        return (head + "  j := b.FIRST;\n  WHILE j IS NOT NULL LOOP\n    found := FALSE;\n    i := a.FIRST;\n"
-                "    WHILE i IS NOT NULL AND NOT found LOOP\n"
-                f"      found := NVL({match}, FALSE);\n      i := a.NEXT(i);\n    END LOOP;\n"
-                "    IF NOT found THEN RETURN FALSE; END IF;\n    j := b.NEXT(j);\n  END LOOP;\n  RETURN TRUE;")
+        return (
+            head + "  j := b.FIRST;\n  WHILE j IS NOT NULL LOOP\n    found := FALSE;\n    i := a.FIRST;\n"
+            "    WHILE i IS NOT NULL AND NOT found LOOP\n"
+            f"      found := NVL({match}, FALSE);\n      i := a.NEXT(i);\n    END LOOP;\n"
+            "    IF NOT found THEN RETURN FALSE; END IF;\n    j := b.NEXT(j);\n  END LOOP;\n  RETURN TRUE;"
+        )
 
     # ---- program units and harness ---------------------------------------------
     def typed_argument(self, literal: str, sql_type: str) -> str:
@@ -234,8 +257,10 @@ class OracleDialect(Dialect):
     def create_function(self, unit: Unit, replace: bool = False) -> str:
         params = ", ".join(f"{n} IN {t}" for n, t in unit.params)
         decl = f"\n{unit.declarations}" if unit.declarations else ""
-        return (f"CREATE OR REPLACE FUNCTION {unit.name}({params})\nRETURN {unit.returns}\nIS{decl}\n"
-                f"BEGIN\n{unit.body}\nEND {unit.name};")
+        return (
+            f"CREATE OR REPLACE FUNCTION {unit.name}({params})\nRETURN {unit.returns}\nIS{decl}\n"
+            f"BEGIN\n{unit.body}\nEND {unit.name};"
+        )
 
     def scaffold_body(self) -> str:
         return "  NULL; -- Write the function body here."
@@ -254,8 +279,9 @@ class OracleDialect(Dialect):
         functions (exact here), declared inside the function."""
         branches = []
         for args, out in rows:
-            match = " AND ".join(f"NVL({self.eq(t, n, lit, env)}, FALSE)"
-                                 for (n, t), lit in zip(params, args)) or "TRUE"
+            match = (
+                " AND ".join(f"NVL({self.eq(t, n, lit, env)}, FALSE)" for (n, t), lit in zip(params, args)) or "TRUE"
+            )
             branches.append(f"  IF {match} THEN\n    RETURN {out};\n  END IF;")
         raise_ = "  RAISE_APPLICATION_ERROR(-20001, 'plbench replay: no test case matches these arguments');"
         return "\n".join([*branches, raise_]), self.nested_helpers(env)

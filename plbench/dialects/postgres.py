@@ -36,7 +36,8 @@ from plbench.mbpp.pytypes import PyType
 # SQL key words reserved in PostgreSQL (Appendix C: "reserved", "reserved, can be function or
 # type", and "non-reserved, cannot be function or type", which parameter names may not be either)
 # plus PL/pgSQL's reserved words; a parameter or function may not take these names unquoted.
-POSTGRES_RESERVED = frozenset("""
+POSTGRES_RESERVED = frozenset(
+    """
 ALL ANALYSE ANALYZE AND ANY ARRAY AS ASC ASYMMETRIC AUTHORIZATION BINARY BOTH CASE CAST CHECK COLLATE
 COLLATION COLUMN CONCURRENTLY CONSTRAINT CREATE CROSS CURRENT_CATALOG CURRENT_DATE CURRENT_ROLE
 CURRENT_SCHEMA CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER DEFAULT DEFERRABLE DESC DISTINCT DO ELSE END
@@ -50,7 +51,8 @@ BETWEEN BIGINT BIT BOOLEAN CHAR CHARACTER COALESCE DEC DECIMAL EXISTS EXTRACT FL
 INTEGER INTERVAL JSON JSON_ARRAY JSON_ARRAYAGG JSON_OBJECT JSON_OBJECTAGG LEAST NATIONAL NCHAR NONE NORMALIZE NULLIF
 NUMERIC OUT OVERLAY POSITION PRECISION REAL ROW SETOF SMALLINT SUBSTRING TIME TIMESTAMP TREAT TRIM VALUES VARCHAR
 XMLATTRIBUTES XMLCONCAT XMLELEMENT XMLEXISTS XMLFOREST XMLNAMESPACES XMLPARSE XMLPI XMLROOT XMLSERIALIZE XMLTABLE
-""".split())
+""".split()
+)
 
 _SCALAR_SQL = {"float": "double precision", "str": "text", "bool": "boolean", "json": "jsonb"}
 
@@ -142,8 +144,10 @@ class PostgresDialect(Dialect):
             return self._array([self._element_literal(v, t.elem, env) for v in items], self.sql_type(t, env))
         if kind == "dict":
             kv = self._kv(t, env)
-            pairs = [f"ROW({self.literal(k, t.args[0], env)}, {self.literal(v, t.args[1], env)})::{kv}"
-                     for k, v in sort_unordered(value)]
+            pairs = [
+                f"ROW({self.literal(k, t.args[0], env)}, {self.literal(v, t.args[1], env)})::{kv}"
+                for k, v in sort_unordered(value)
+            ]
             return self._array(pairs, kv + "[]")
         if kind == "record":
             fields = ", ".join(self.literal(v, a, env) for v, a in zip(value, t.args))
@@ -151,7 +155,8 @@ class PostgresDialect(Dialect):
         if kind == "variant":
             member = variant_member(value, t)
             fields = [self.literal(member.kind, PyType("str"), env)] + [
-                self.literal(value if m == member else None, m, env) for m in t.args]
+                self.literal(value if m == member else None, m, env) for m in t.args
+            ]
             return f"ROW({', '.join(fields)})::{self.sql_type(t, env)}"
         raise UnrepresentableValue("unsupported_type", f"no PostgreSQL literal for {t.describe()}")
 
@@ -179,8 +184,12 @@ class PostgresDialect(Dialect):
         if not needs_tolerance(t) and not needs_unordered(t):
             return f"({a} IS NOT DISTINCT FROM {b})"
         if t.kind == "float":
-            self._helper("f8", "a double precision, b double precision", _FLOAT_EQ.format(
-                atol=repr(env.atol), rtol=repr(env.rtol)), env)
+            self._helper(
+                "f8",
+                "a double precision, b double precision",
+                _FLOAT_EQ.format(atol=repr(env.atol), rtol=repr(env.rtol)),
+                env,
+            )
             return f"pg_temp.plb_eq_f8({a}, {b})"
         token = ("set_" if t.kind == "set" else "") + self._token(t, env)
         sql = self.sql_type(t, env)
@@ -190,36 +199,48 @@ class PostgresDialect(Dialect):
     def _helper(self, token: str, params: str, body: str, env: TypeEnv) -> None:
         name = f"pg_temp.plb_eq_{token}"
         if name not in env.helpers:
-            env.helpers[name] = (f"CREATE FUNCTION {name}({params}) RETURNS boolean LANGUAGE plpgsql AS "
-                                 f"{_dollar_quote(body)};")
+            env.helpers[name] = (
+                f"CREATE FUNCTION {name}({params}) RETURNS boolean LANGUAGE plpgsql AS {_dollar_quote(body)};"
+            )
 
     def _helper_body(self, t: PyType, env: TypeEnv) -> str:
         null_check = "  IF a IS NULL OR b IS NULL THEN RETURN a IS NULL AND b IS NULL; END IF;\n"
         if t.kind == "record" or t.kind == "variant":
-            names = ([("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
-                     if t.kind == "variant" else [(f"f{i + 1}", x) for i, x in enumerate(t.args)])
+            names = (
+                [("tag", PyType("str"))] + [(VARIANT_FIELDS[m.kind], m) for m in t.args]
+                if t.kind == "variant"
+                else [(f"f{i + 1}", x) for i, x in enumerate(t.args)]
+            )
             checks = " AND ".join(f"coalesce({self.eq(x, f'(a).{f}', f'(b).{f}', env)}, false)" for f, x in names)
             return f"BEGIN\n{null_check}  RETURN {checks};\nEND;"
         elem = t.elem if t.kind != "dict" else None
         ai, bj = "a[array_lower(a, 1) + i]", "b[array_lower(b, 1) + j]"
-        head = (f"DECLARE i integer; j integer; found boolean;\nBEGIN\n{null_check}"
-                "  IF cardinality(a) <> cardinality(b) THEN RETURN false; END IF;\n")
+        head = (
+            f"DECLARE i integer; j integer; found boolean;\nBEGIN\n{null_check}"
+            "  IF cardinality(a) <> cardinality(b) THEN RETURN false; END IF;\n"
+        )
         if t.kind in ("list", "tuple_seq"):
-            cond = self.eq(elem, self._unwrap(ai, elem), self._unwrap(ai.replace("a[", "b[").replace("(a", "(b"), elem),
-                           env)
-            return (head + "  FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
-                    f"    IF NOT coalesce({cond}, false) THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;")
+            cond = self.eq(
+                elem, self._unwrap(ai, elem), self._unwrap(ai.replace("a[", "b[").replace("(a", "(b"), elem), env
+            )
+            return (
+                head + "  FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
+                f"    IF NOT coalesce({cond}, false) THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;"
+            )
         if t.kind == "set":
             match = self.eq(elem, self._unwrap(bj, elem), self._unwrap("a[array_lower(a, 1) + i]", elem), env)
         else:  # dict: keys exact, values under the task's rules
-            match = (f"(({bj}).k IS NOT DISTINCT FROM (a[array_lower(a, 1) + i]).k) AND "
-                     + self.eq(t.args[1], f"({bj}).v", "(a[array_lower(a, 1) + i]).v", env))
+            match = f"(({bj}).k IS NOT DISTINCT FROM (a[array_lower(a, 1) + i]).k) AND " + self.eq(
+                t.args[1], f"({bj}).v", "(a[array_lower(a, 1) + i]).v", env
+            )
         # b is the expected value (distinct elements / keys): equal sizes and every
         # expected element found in the actual one means a is a permutation of b.
-        return (head + "  FOR j IN 0 .. cardinality(b) - 1 LOOP\n    found := false;\n"
-                "    FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
-                f"      IF coalesce({match}, false) THEN found := true; EXIT; END IF;\n    END LOOP;\n"
-                "    IF NOT found THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;")
+        return (
+            head + "  FOR j IN 0 .. cardinality(b) - 1 LOOP\n    found := false;\n"
+            "    FOR i IN 0 .. cardinality(a) - 1 LOOP\n"
+            f"      IF coalesce({match}, false) THEN found := true; EXIT; END IF;\n    END LOOP;\n"
+            "    IF NOT found THEN RETURN false; END IF;\n  END LOOP;\n  RETURN true;\nEND;"
+        )
 
     @staticmethod
     def _unwrap(expr: str, elem: PyType) -> str:
@@ -253,10 +274,12 @@ class PostgresDialect(Dialect):
         wanted = " AND ".join(f"plb_v.{c} IS NOT DISTINCT FROM {n}" for c, (n, _) in zip(columns, params)) or "TRUE"
         # Into a record, not a variable of the return type: SELECT INTO a composite variable
         # would spread a composite output over that variable's fields.
-        body = (f"  SELECT plb_v.plb_out AS value INTO plb_match\n  FROM (VALUES\n      {values}\n  ) "
-                f"AS plb_v({', '.join(columns)})\n  WHERE {wanted}\n  LIMIT 1;\n"
-                "  IF NOT FOUND THEN\n    RAISE EXCEPTION 'plbench replay: no test case matches these arguments';\n"
-                "  END IF;\n  RETURN plb_match.value;")
+        body = (
+            f"  SELECT plb_v.plb_out AS value INTO plb_match\n  FROM (VALUES\n      {values}\n  ) "
+            f"AS plb_v({', '.join(columns)})\n  WHERE {wanted}\n  LIMIT 1;\n"
+            "  IF NOT FOUND THEN\n    RAISE EXCEPTION 'plbench replay: no test case matches these arguments';\n"
+            "  END IF;\n  RETURN plb_match.value;"
+        )
         return body, "  plb_match record;"
 
     def anonymous_block(self, declarations: str, body: str) -> str:

@@ -109,26 +109,31 @@ def check_block_structure(text: str) -> list[str]:
         parens = parens.replace("()", "")
     if parens:
         problems.append(f"unbalanced parentheses: {parens[:10]} left over")
-    return problems + _block_problems([(m.group(1).upper(), m.start(), m.end()) for m in _KEYWORD.finditer(code)],
-                                      code)
+    return problems + _block_problems([(m.group(1).upper(), m.start(), m.end()) for m in _KEYWORD.finditer(code)], code)
 
 
 def _block_problems(tokens: list[tuple[str, int, int]], code: str) -> list[str]:
     stack = []
     for i, (word, begin, end) in enumerate(tokens):
-        if word in ("LOOP", "IF", "CASE") and i and tokens[i - 1][0] == "END" \
-                and not code[tokens[i - 1][2]:begin].strip():
+        if (
+            word in ("LOOP", "IF", "CASE")
+            and i
+            and tokens[i - 1][0] == "END"
+            and not code[tokens[i - 1][2] : begin].strip()
+        ):
             continue  # the closing half of END IF / END LOOP / END CASE
         if word != "END":
             stack.append(word)
             continue
         follower = tokens[i + 1] if i + 1 < len(tokens) else None
-        if follower and follower[0] in ("LOOP", "IF", "CASE") and not code[end:follower[1]].strip():
+        if follower and follower[0] in ("LOOP", "IF", "CASE") and not code[end : follower[1]].strip():
             closes = follower[0]
         else:  # a bare END closes a SQL CASE expression, or a BEGIN
             closes = "CASE" if stack and stack[-1] == "CASE" else "BEGIN"
         if not stack or stack[-1] != closes:
-            return [f"END {'' if closes == 'BEGIN' else closes} at offset {begin} closes "
-                    f"{stack[-1] if stack else 'nothing'}".replace("  ", " ")]
+            return [
+                f"END {'' if closes == 'BEGIN' else closes} at offset {begin} closes "
+                f"{stack[-1] if stack else 'nothing'}".replace("  ", " ")
+            ]
         stack.pop()
     return [f"unclosed {stack}"] if stack else []

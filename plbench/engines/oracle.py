@@ -223,8 +223,7 @@ class OracleSession:
         with self._guard("running a query"), self._conn().cursor() as cursor:
             try:
                 cursor.execute(strip_terminator(statement))
-                rows = [tuple(v.read() if isinstance(v, oracledb.LOB) else v for v in row)
-                        for row in cursor.fetchall()]
+                rows = [tuple(v.read() if isinstance(v, oracledb.LOB) else v for v in row) for row in cursor.fetchall()]
             except oracledb.Error as exc:
                 failed = self._failed(exc)
                 return QueryResult(error=failed.error, timed_out=failed.timed_out)

@@ -149,8 +149,14 @@ def _type_name(conn: psycopg.Connection, oid: int) -> str:
 class PostgresSession:
     """One rolled-back transaction on one connection; see the module docstring."""
 
-    def __init__(self, conn: psycopg.Connection, schema: str, timeout_ms: int, reads: tuple[str, ...] = (),
-                 watchdog: _Watchdog | None = None):
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        schema: str,
+        timeout_ms: int,
+        reads: tuple[str, ...] = (),
+        watchdog: _Watchdog | None = None,
+    ):
         self.schema = schema
         self._watchdog = watchdog
         self._reads = reads  # schemas of loaded databases, searched after the private one
@@ -451,14 +457,17 @@ class PostgresEngine:
         conn = self._connect(self._dsn)
         try:
             allowed = conn.execute(
-                "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
+                "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
+            ).fetchone()
             if not (allowed and allowed[0]):
                 return self._without_candidate_role("the configured user may not create roles")
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")  # other processes
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [CANDIDATE_ROLE]).fetchone()
             attributes = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}")
-            conn.execute(sql.SQL("ALTER ROLE {} " if exists else "CREATE ROLE {} ").format(role)
-                         + attributes.format(sql.Literal(password)))
+            conn.execute(
+                sql.SQL("ALTER ROLE {} " if exists else "CREATE ROLE {} ").format(role)
+                + attributes.format(sql.Literal(password))
+            )
             # A role may set its own defaults (ALTER ROLE ... SET): drop any a candidate left behind.
             conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(role))
             database = sql.Identifier(conn.info.dbname)
@@ -482,8 +491,11 @@ class PostgresEngine:
         return dsn
 
     def _without_candidate_role(self, why: str) -> str:
-        warnings.warn(f"PostgreSQL sessions run as the configured user, not as {CANDIDATE_ROLE}: {why}; "
-                      "a candidate that commits can then change loaded databases", stacklevel=4)
+        warnings.warn(
+            f"PostgreSQL sessions run as the configured user, not as {CANDIDATE_ROLE}: {why}; "
+            "a candidate that commits can then change loaded databases",
+            stacklevel=4,
+        )
         return self._dsn
 
     def _grant_reads(self, schemas: tuple[str, ...]) -> None:

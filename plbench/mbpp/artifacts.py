@@ -61,8 +61,13 @@ def _walk_values(value: Any):
 
 def ints_fit_bigint(cases: tuple[TestCase, ...]) -> bool:
     """Whether every int of the task fits PostgreSQL bigint (decided once per task)."""
-    return all(-(2**63) <= v < 2**63 for case in cases for part in (case.args, case.expected)
-               for v in _walk_values(part) if isinstance(v, int) and not isinstance(v, bool))
+    return all(
+        -(2**63) <= v < 2**63
+        for case in cases
+        for part in (case.args, case.expected)
+        for v in _walk_values(part)
+        if isinstance(v, int) and not isinstance(v, bool)
+    )
 
 
 def holds_empty_string(cases: tuple[TestCase, ...]) -> bool:
@@ -118,11 +123,14 @@ class TaskEmitter:
                 f"      {emit(repr_sql(f'PLBENCH_CASE {n} PASS'))}\n      v_passed := v_passed + 1;\n"
                 f"    ELSE\n      {emit(repr_sql(f'PLBENCH_CASE {n} FAIL'))}\n    END IF;\n"
                 f"  EXCEPTION WHEN OTHERS THEN\n"
-                f"    {emit(d.concat(repr_sql(f'PLBENCH_CASE {n} ERROR '), d.error_text()))}\n  END;")
+                f"    {emit(d.concat(repr_sql(f'PLBENCH_CASE {n} ERROR '), d.error_text()))}\n  END;"
+            )
         total = len(self.task.cases)
         summary = emit(d.concat(repr_sql("PLBENCH_SUMMARY "), "v_passed", repr_sql(f" OF {total}")))
-        variables = (f"  v_actual {d.local_var(ret, self.env)};\n  v_expected {d.local_var(ret, self.env)};\n"
-                     "  v_passed INTEGER := 0;")
+        variables = (
+            f"  v_actual {d.local_var(ret, self.env)};\n  v_expected {d.local_var(ret, self.env)};\n"
+            "  v_passed INTEGER := 0;"
+        )
         declarations = "\n".join([variables, *d.nested_helpers(self.env).splitlines()])
         block = d.anonymous_block(declarations, "\n".join(cases) + f"\n  {summary}")
         return d.harness_prelude(self.env) + [block]
@@ -131,8 +139,10 @@ class TaskEmitter:
         """A function with the task's signature returning outputs[i] for the arguments of case i."""
         d, ret = self.dialect, self.task.signature.returns
         exact = self._new_env(0.0, 0.0)  # arguments are matched exactly, whatever the result tolerance
-        rows = [([d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)], d.literal(output, ret, exact))
-                for case, output in zip(self.task.cases, outputs)]
+        rows = [
+            ([d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)], d.literal(output, ret, exact))
+            for case, output in zip(self.task.cases, outputs)
+        ]
         body, declarations = d.replay_body(self.params, self.sql_returns, rows, exact)
         unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, declarations)
         return d.create_function(unit, replace=True)
@@ -143,19 +153,32 @@ class TaskEmitter:
 
     def signature_json(self) -> str:
         sig = self.task.signature
-        return json.dumps({
-            "entry_point": self.task.entry_point, "function": self.function_name,
-            "params": [{"name": name, "identifier": ident, "python_type": t.describe(), "sql_type": sql}
-                       for (name, t), (ident, sql) in zip(sig.params, self.sql_params)],
-            "returns": {"python_type": sig.returns.describe(), "sql_type": self.sql_returns},
-            "renamed": self.renamed,
-        }, sort_keys=True)
+        return json.dumps(
+            {
+                "entry_point": self.task.entry_point,
+                "function": self.function_name,
+                "params": [
+                    {"name": name, "identifier": ident, "python_type": t.describe(), "sql_type": sql}
+                    for (name, t), (ident, sql) in zip(sig.params, self.sql_params)
+                ],
+                "returns": {"python_type": sig.returns.describe(), "sql_type": self.sql_returns},
+                "renamed": self.renamed,
+            },
+            sort_keys=True,
+        )
 
     def test_cases_json(self) -> str:
         from plbench.values import encode
 
-        return json.dumps([{"args": encode(list(c.args)), "expected": encode(c.expected), "origin": c.origin}
-                           for c in self.task.cases], sort_keys=True, ensure_ascii=False, allow_nan=False)
+        return json.dumps(
+            [
+                {"args": encode(list(c.args)), "expected": encode(c.expected), "origin": c.origin}
+                for c in self.task.cases
+            ],
+            sort_keys=True,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
 
     def prompt(self) -> str:
         d, task = self.dialect, self.task
@@ -171,25 +194,44 @@ class TaskEmitter:
         if task.signature.returns.kind == "set" or task.comparison.unordered:
             rules.append("The result is compared as a set: element order does not matter.")
         if any(x.kind == "float" for t in task.signature.all_types() for x in t.walk()):
-            rules.append(f"Floating-point results are compared with |actual - expected| <= "
-                         f"{task.comparison.atol!r} + {task.comparison.rtol!r} * |expected|.")
+            rules.append(
+                f"Floating-point results are compared with |actual - expected| <= "
+                f"{task.comparison.atol!r} + {task.comparison.rtol!r} * |expected|."
+            )
         if any(x.kind == "json" for t in task.signature.all_types() for x in t.walk()):
-            rules.append("Values of mixed shapes are JSON documents: Python lists and tuples as arrays, dicts as "
-                         "objects; they are compared as JSON values.")
+            rules.append(
+                "Values of mixed shapes are JSON documents: Python lists and tuples as arrays, dicts as "
+                "objects; they are compared as JSON values."
+            )
         if any(x.kind == "variant" for t in task.signature.all_types() for x in t.walk()):
-            rules.append("Values of mixed scalar kinds are tagged: `tag` names the kind ('int', 'float', 'str', "
-                         "'bool') and the field of that kind holds the value.")
+            rules.append(
+                "Values of mixed scalar kinds are tagged: `tag` names the kind ('int', 'float', 'str', "
+                "'bool') and the field of that kind holds the value."
+            )
         if d.name == "oracle" and holds_empty_string(task.cases):
             rules.append("In Oracle an empty string is NULL: the tests treat '' and NULL alike.")
         if self.renamed:
-            rules.append("Renamed identifiers (reserved words or length limits): "
-                         + ", ".join(f"{k} -> {v}" for k, v in sorted(self.renamed.items())) + ".")
-        return "\n".join([
-            task.text.strip(), "",
-            f"Example: {self.call(example)} returns {d.literal(example.expected, task.signature.returns, self.env)}",
-            "", "Scaffold:", self.scaffold(), "", "Setup already run in the target schema:", setup, "",
-            "Rules:", *[f"- {r}" for r in rules],
-        ])
+            rules.append(
+                "Renamed identifiers (reserved words or length limits): "
+                + ", ".join(f"{k} -> {v}" for k, v in sorted(self.renamed.items()))
+                + "."
+            )
+        return "\n".join(
+            [
+                task.text.strip(),
+                "",
+                f"Example: {self.call(example)} returns {d.literal(example.expected, task.signature.returns, self.env)}",
+                "",
+                "Scaffold:",
+                self.scaffold(),
+                "",
+                "Setup already run in the target schema:",
+                setup,
+                "",
+                "Rules:",
+                *[f"- {r}" for r in rules],
+            ]
+        )
 
 
 def repr_sql(text: str) -> str:

@@ -66,16 +66,20 @@ def extract_mbpp(problem: RawProblem) -> tuple[ExtractedTask, list[Rejection]]:
     asserts = [p for _, p in parsed]
     entry = _single_entry_point(asserts)
     task = ExtractedTask(
-        subset=problem.subset, source_id=problem.source_id, entry_point=entry,
+        subset=problem.subset,
+        source_id=problem.source_id,
+        entry_point=entry,
         param_names=parameter_names(problem.reference_code, entry),
         cases=tuple(TestCase(p.args, p.expected, origin) for origin, p in parsed),
-        comparison=merge_comparisons(asserts), base_case_count=len(parsed),
-        notes=("listed in sanitized-mbpp.json, the hand-verified subset",) if problem.extra.get("in_sanitized")
-        else ())
+        comparison=merge_comparisons(asserts),
+        base_case_count=len(parsed),
+        notes=("listed in sanitized-mbpp.json, the hand-verified subset",) if problem.extra.get("in_sanitized") else (),
+    )
     return task, dropped
 
 
 # ---- MBPP+ ---------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PlusPlan:
@@ -108,8 +112,11 @@ def restore_tuples(value: Any, template: Any) -> Any:
     assertion shows where the Python values are tuples.
     """
     if isinstance(template, tuple) and isinstance(value, list):
-        return tuple(restore_tuples(v, template[i] if i < len(template) else template[-1])
-                     for i, v in enumerate(value)) if template else tuple(value)
+        return (
+            tuple(restore_tuples(v, template[i] if i < len(template) else template[-1]) for i, v in enumerate(value))
+            if template
+            else tuple(value)
+        )
     if isinstance(template, list) and isinstance(value, list) and template:
         return [restore_tuples(v, template[0]) for v in value]
     if isinstance(template, dict) and isinstance(value, dict) and template:
@@ -122,8 +129,9 @@ def plan_mbpp_plus(problem: RawProblem) -> PlusPlan:
     """Entry point, parameters, comparison and tuple-restored inputs of an MBPP+ task."""
     entry = problem.entry_point or ""
     names = parameter_names(problem.reference_code, entry)
-    prompt_asserts = [line for line in problem.extra.get("prompt", "").splitlines()
-                      if line.strip().startswith("assert")]
+    prompt_asserts = [
+        line for line in problem.extra.get("prompt", "").splitlines() if line.strip().startswith("assert")
+    ]
     parsed = []
     for source in prompt_asserts + list(problem.test_list):
         try:
@@ -138,8 +146,9 @@ def plan_mbpp_plus(problem: RawProblem) -> PlusPlan:
     inputs = []
     for field_name in ("base_input", "plus_input"):
         for i, args in enumerate(getattr(problem, field_name) or []):
-            restored = tuple(restore_tuples(a, template[j]) if template and j < len(template) else a
-                             for j, a in enumerate(args))
+            restored = tuple(
+                restore_tuples(a, template[j]) if template and j < len(template) else a for j, a in enumerate(args)
+            )
             inputs.append((f"{field_name}[{i}]", restored))
     return PlusPlan(problem, entry, names, comparison, tuple(inputs), truthy=bool(parsed) and parsed[0].truthy)
 
@@ -153,8 +162,11 @@ MAX_CASE_BYTES = 64 * 1024
 # what an Oracle PL/SQL block can hold.
 MAX_SUITE_BYTES = 512 * 1024
 
-_SANDBOX_CASE_REASONS = {"error": "reference_raised", "timeout": "reference_timeout",
-                         "unsupported_output": "unsupported_output_type"}
+_SANDBOX_CASE_REASONS = {
+    "error": "reference_raised",
+    "timeout": "reference_timeout",
+    "unsupported_output": "unsupported_output_type",
+}
 
 
 def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Rejection]]:
@@ -166,14 +178,29 @@ def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Reje
     for (origin, args), outcome in zip(plan.inputs, result.cases):
         size = len(dumps(args)) + len(dumps(outcome.value)) if outcome.status == "ok" else 0
         if outcome.status == "ok" and plan.comparison.unordered and not _hashable_items(outcome.value):
-            dropped.append(_case_rejection(problem, origin, "unordered_unhashable",
-                                           "the task compares results as sets, but this one is not a set"))
+            dropped.append(
+                _case_rejection(
+                    problem,
+                    origin,
+                    "unordered_unhashable",
+                    "the task compares results as sets, but this one is not a set",
+                )
+            )
         elif outcome.status == "ok" and size > MAX_CASE_BYTES:
-            dropped.append(_case_rejection(problem, origin, "case_too_large",
-                                           f"arguments and result encode to more than {MAX_CASE_BYTES} bytes"))
+            dropped.append(
+                _case_rejection(
+                    problem,
+                    origin,
+                    "case_too_large",
+                    f"arguments and result encode to more than {MAX_CASE_BYTES} bytes",
+                )
+            )
         elif outcome.status == "ok" and suite_bytes + size > MAX_SUITE_BYTES:
-            dropped.append(_case_rejection(problem, origin, "suite_too_large",
-                                           f"the task's cases already encode to {suite_bytes} bytes"))
+            dropped.append(
+                _case_rejection(
+                    problem, origin, "suite_too_large", f"the task's cases already encode to {suite_bytes} bytes"
+                )
+            )
         elif outcome.status == "ok":
             suite_bytes += size
             expected = set(outcome.value) if plan.comparison.unordered else outcome.value
@@ -184,11 +211,21 @@ def cases_from_sandbox(plan: PlusPlan, result) -> tuple[ExtractedTask, list[Reje
         raise _no_cases(dropped, "the reference solution produced no usable output")
     notes = ()
     if result.mutated_inputs:
-        notes = (f"the reference solution mutates its arguments in {len(result.mutated_inputs)} cases; "
-                 "expected outputs were computed on fresh copies",)
+        notes = (
+            f"the reference solution mutates its arguments in {len(result.mutated_inputs)} cases; "
+            "expected outputs were computed on fresh copies",
+        )
     base = sum(1 for case in cases if case.origin.startswith("base_input"))
-    task = ExtractedTask(problem.subset, problem.source_id, plan.entry_point, plan.param_names,
-                         tuple(cases), plan.comparison, base_case_count=base, notes=notes)
+    task = ExtractedTask(
+        problem.subset,
+        problem.source_id,
+        plan.entry_point,
+        plan.param_names,
+        tuple(cases),
+        plan.comparison,
+        base_case_count=base,
+        notes=notes,
+    )
     return task, dropped
 
 

@@ -79,8 +79,9 @@ def literal(node: ast.AST, what: str) -> Any:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         value = _fold_float_arithmetic(node)
         if value is None:
-            raise ExtractionError("non_literal_expression",
-                                  f"{what} is not a literal: {ast.unparse(node)[:200]}") from exc
+            raise ExtractionError(
+                "non_literal_expression", f"{what} is not a literal: {ast.unparse(node)[:200]}"
+            ) from exc
     _check_supported(value, what)
     return value
 
@@ -121,7 +122,8 @@ def _call_parts(node: ast.AST, what: str) -> tuple[str, tuple]:
 def _is_call_to(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Call) and (
         (isinstance(node.func, ast.Name) and node.func.id == name)
-        or (isinstance(node.func, ast.Attribute) and node.func.attr == name))
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+    )
 
 
 def parse_assert(source: str) -> ParsedAssert:
@@ -148,8 +150,9 @@ def _parse_compare(test: ast.Compare) -> ParsedAssert:
     if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
         raise ExtractionError("unsupported_assert_form", "only == comparisons are supported")
     left, right = test.left, test.comparators[0]
-    if not isinstance(left, ast.Call) or (_is_call_to(left, "set") and not _is_call_to(right, "set")
-                                          and isinstance(right, ast.Call)):
+    if not isinstance(left, ast.Call) or (
+        _is_call_to(left, "set") and not _is_call_to(right, "set") and isinstance(right, ast.Call)
+    ):
         left, right = right, left  # literal == call
     if _is_call_to(left, "set") and len(left.args) == 1 and isinstance(left.args[0], ast.Call):
         name, args = _call_parts(left.args[0], "the call inside set()")
@@ -180,9 +183,12 @@ def _parse_isclose(test: ast.Call) -> ParsedAssert:
     if unknown:
         raise ExtractionError("unsupported_assert_form", f"isclose keyword {sorted(unknown)}")
     # math.isclose defaults: rel_tol=1e-9, abs_tol=0.
-    return ParsedAssert(name, args, expected,
-                        Comparison(atol=float(tolerances.get("abs_tol", 0.0)),
-                                   rtol=float(tolerances.get("rel_tol", 1e-9))))
+    return ParsedAssert(
+        name,
+        args,
+        expected,
+        Comparison(atol=float(tolerances.get("abs_tol", 0.0)), rtol=float(tolerances.get("rel_tol", 1e-9))),
+    )
 
 
 def parameter_names(code: str, entry_point: str) -> tuple[str, ...]:
@@ -197,8 +203,9 @@ def parameter_names(code: str, entry_point: str) -> tuple[str, ...]:
         if isinstance(node, ast.FunctionDef) and node.name == entry_point:
             a = node.args
             if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-                raise ExtractionError("variadic_signature",
-                                      f"{entry_point} takes *args, **kwargs or keyword-only arguments")
+                raise ExtractionError(
+                    "variadic_signature", f"{entry_point} takes *args, **kwargs or keyword-only arguments"
+                )
             return tuple(arg.arg for arg in a.args)
     raise ExtractionError("entry_point_not_defined", f"the reference code defines no function {entry_point}")
 
@@ -207,6 +214,8 @@ def merge_comparisons(parsed: list[ParsedAssert]) -> Comparison:
     """The one comparison a task uses; asserts of one task must agree on ordering."""
     if len({p.comparison.unordered for p in parsed}) > 1:
         raise ExtractionError("inconsistent_assert_forms", "some asserts compare as sets, others in order")
-    return Comparison(unordered=parsed[0].comparison.unordered,
-                      atol=max(p.comparison.atol for p in parsed),
-                      rtol=max(p.comparison.rtol for p in parsed))
+    return Comparison(
+        unordered=parsed[0].comparison.unordered,
+        atol=max(p.comparison.atol for p in parsed),
+        rtol=max(p.comparison.rtol for p in parsed),
+    )

@@ -127,8 +127,13 @@ def type_of(value: Any) -> PyType:
     raise TypingError("unsupported_value_type", f"values of type {type(value).__name__} are not supported")
 
 
-_FLAT = {frozenset({int}): INT, frozenset({float}): FLOAT, frozenset({int, float}): FLOAT,
-         frozenset({str}): STR, frozenset({bool}): BOOL}
+_FLAT = {
+    frozenset({int}): INT,
+    frozenset({float}): FLOAT,
+    frozenset({int, float}): FLOAT,
+    frozenset({str}): STR,
+    frozenset({bool}): BOOL,
+}
 
 
 def _elements_type(values: list, where: str) -> PyType:
@@ -195,8 +200,10 @@ def _json_or_fail(a: PyType, b: PyType, where: str) -> PyType:
 def _unify_tuples(a: PyType, b: PyType, where: str) -> PyType:
     """Tuples stay per-position while their lengths agree; a tuple meets a list as a list."""
     if a.kind in ("tuple", "record") and b.kind in ("tuple", "record") and len(a.args) == len(b.args):
-        return PyType(a.kind if a.kind == b.kind else "record",
-                      tuple(unify(x, y, f"{where} position {i}") for i, (x, y) in enumerate(zip(a.args, b.args))))
+        return PyType(
+            a.kind if a.kind == b.kind else "record",
+            tuple(unify(x, y, f"{where} position {i}") for i, (x, y) in enumerate(zip(a.args, b.args))),
+        )
     if a.kind == "tuple" and b.kind == "tuple":
         # Different lengths: only a homogeneous sequence can hold both.
         return PyType("tuple_seq", (_unify_all(list(a.args) + list(b.args), where + " element"),))
@@ -221,8 +228,11 @@ def _as_sequence(t: PyType, allow_mixed: bool = False) -> PyType | None:
         except TypingError:
             return None
         # Positions of different scalar kinds make a record, not a variant sequence.
-        if not allow_mixed and any(x.kind == "variant" for x in elem.walk()) and not any(
-                x.kind == "variant" for a in t.args for x in a.walk()):
+        if (
+            not allow_mixed
+            and any(x.kind == "variant" for x in elem.walk())
+            and not any(x.kind == "variant" for a in t.args for x in a.walk())
+        ):
             return None
         return elem
     return None
@@ -280,8 +290,7 @@ def infer_signature(param_names: list[str], cases: list[tuple[tuple, Any]]) -> S
     (n,) = arity
     if len(param_names) != n:
         raise TypingError("inconsistent_arity", f"{n} arguments passed but {len(param_names)} parameters named")
-    param_types = [_unify_all([type_of(args[i]) for args, _ in cases], f"parameter {param_names[i]}")
-                   for i in range(n)]
+    param_types = [_unify_all([type_of(args[i]) for args, _ in cases], f"parameter {param_names[i]}") for i in range(n)]
     return_type = _unify_all([type_of(expected) for _, expected in cases], "return value")
     if return_type.kind == "none":
         raise TypingError("returns_none", "every case expects None: nothing observable to test")
@@ -307,11 +316,15 @@ def conforms(value: Any, t: PyType) -> bool:
     if kind == "set":
         return isinstance(value, (set, frozenset)) and all(conforms(v, t.elem) for v in value)
     if kind == "dict":
-        return isinstance(value, dict) and all(conforms(k, t.args[0]) and conforms(v, t.args[1])
-                                               for k, v in value.items())
+        return isinstance(value, dict) and all(
+            conforms(k, t.args[0]) and conforms(v, t.args[1]) for k, v in value.items()
+        )
     if kind == "record":
-        return isinstance(value, tuple) and len(value) == len(t.args) and all(
-            conforms(v, a) for v, a in zip(value, t.args))
+        return (
+            isinstance(value, tuple)
+            and len(value) == len(t.args)
+            and all(conforms(v, a) for v, a in zip(value, t.args))
+        )
     if kind == "json":
         try:
             return _json_able(type_of(value))

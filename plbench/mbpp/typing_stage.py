@@ -26,7 +26,8 @@ def _infer(task: ExtractedTask, cases: tuple[TestCase, ...]) -> Signature:
 
 def _fits(signature: Signature, case: TestCase) -> bool:
     return all(conforms(v, t) for v, (_, t) in zip(case.args, signature.params)) and conforms(
-        case.expected, signature.returns)
+        case.expected, signature.returns
+    )
 
 
 def type_task(task: ExtractedTask, text: str) -> tuple[TypedTask, list[Rejection]]:
@@ -35,16 +36,33 @@ def type_task(task: ExtractedTask, text: str) -> tuple[TypedTask, list[Rejection
     MBPP+ signatures come from the base inputs (the task's own examples define its contract);
     a generated plus input that does not fit is dropped rather than widening every type.
     """
-    defining = task.cases[: task.base_case_count] if task.subset == "mbpp_plus" and task.base_case_count \
-        else task.cases
+    defining = task.cases[: task.base_case_count] if task.subset == "mbpp_plus" and task.base_case_count else task.cases
     signature = _infer(task, defining)
     cases = tuple(c for c in task.cases if _fits(signature, c))
-    dropped = [Rejection(task.subset, task.source_id, STAGE, "case_type_mismatch",
-                         f"{c.origin}: does not fit the signature inferred from the base inputs", level="case")
-               for c in task.cases if not _fits(signature, c)]
+    dropped = [
+        Rejection(
+            task.subset,
+            task.source_id,
+            STAGE,
+            "case_type_mismatch",
+            f"{c.origin}: does not fit the signature inferred from the base inputs",
+            level="case",
+        )
+        for c in task.cases
+        if not _fits(signature, c)
+    ]
     notes = task.notes
     if any(x.kind == "unknown" for t in signature.all_types() for x in t.walk()):
         notes += ("only empty collections were seen for some element type: it defaults to int",)
-    typed = TypedTask(task.subset, task.source_id, text, task.entry_point, signature, cases, task.comparison,
-                      ints_fit_bigint(cases), notes)
+    typed = TypedTask(
+        task.subset,
+        task.source_id,
+        text,
+        task.entry_point,
+        signature,
+        cases,
+        task.comparison,
+        ints_fit_bigint(cases),
+        notes,
+    )
     return typed, dropped

@@ -92,11 +92,21 @@ def _max_text_bytes(rows: list[tuple], index: int) -> int:
 
 def _column_decision(db: SourceDatabase, table: NormalizedTable, col: NormalizedColumn, dialect: str) -> dict:
     src = col.source
-    return {"database": db.key, "table": table.source.name, "target_table": table.target.name, "column": src.name,
-            "source_type": src.source_type,
-            "family": src.family, "rule": src.rule, "rule_reason": RULE_REASONS.get(src.rule, ""),
-            "note": src.note, "dialect": dialect, "target_name": col.target.name, "target_type": col.type_sql,
-            "renamed": col.target.why}
+    return {
+        "database": db.key,
+        "table": table.source.name,
+        "target_table": table.target.name,
+        "column": src.name,
+        "source_type": src.source_type,
+        "family": src.family,
+        "rule": src.rule,
+        "rule_reason": RULE_REASONS.get(src.rule, ""),
+        "note": src.note,
+        "dialect": dialect,
+        "target_name": col.target.name,
+        "target_type": col.type_sql,
+        "renamed": col.target.why,
+    }
 
 
 def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
@@ -110,16 +120,18 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
         if dialect == "oracle":
             table = _oracle_empty_string_constraints(db, table, rows, decisions)
         column_names = IdentifierMap(dialect)
-        cols = [NormalizedColumn(col, column_names.add(col.name),
-                                 target_type(col.family, dialect, _max_text_bytes(rows, i)))
-                for i, col in enumerate(table.columns)]
+        cols = [
+            NormalizedColumn(
+                col, column_names.add(col.name), target_type(col.family, dialect, _max_text_bytes(rows, i))
+            )
+            for i, col in enumerate(table.columns)
+        ]
         target_rows = [tuple(_oracle_value(v) for v in r) for r in rows] if dialect == "oracle" else rows
         ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
         tables.append(ntable)
         decisions += [_column_decision(db, ntable, c, dialect) for c in cols]
         decisions += _oracle_empty_strings(db, ntable, rows) if dialect == "oracle" else []
-    out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [],
-                             decisions)
+    out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [], decisions)
     out.create_statements = [_create_table(t) for t in tables]
     out.constraint_statements = _foreign_keys(out, dialect)
     return out
@@ -141,24 +153,45 @@ def _json_value(v):
     return v
 
 
-def _fold_wide_table(db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
-                     ) -> tuple[Table, list[tuple]]:
+def _fold_wide_table(
+    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
+) -> tuple[Table, list[tuple]]:
     """A table over MAX_COLUMNS keeps its first columns; the rest become one JSON object column."""
     if len(table.columns) <= MAX_COLUMNS:
         return table, rows
     keep = MAX_COLUMNS - 1
     moved = table.columns[keep:]
-    overflow = Column(OVERFLOW_COLUMN, "", "json", "wide_table_overflow", True,
-                      f"columns {moved[0].name} .. {moved[-1].name} ({len(moved)}) as one JSON object")
-    folded = [r[:keep] + (json.dumps({c.name: _json_value(v) for c, v in zip(moved, r[keep:]) if v is not None},
-                                     ensure_ascii=False, sort_keys=True),) for r in rows]
+    overflow = Column(
+        OVERFLOW_COLUMN,
+        "",
+        "json",
+        "wide_table_overflow",
+        True,
+        f"columns {moved[0].name} .. {moved[-1].name} ({len(moved)}) as one JSON object",
+    )
+    folded = [
+        r[:keep]
+        + (
+            json.dumps(
+                {c.name: _json_value(v) for c, v in zip(moved, r[keep:]) if v is not None},
+                ensure_ascii=False,
+                sort_keys=True,
+            ),
+        )
+        for r in rows
+    ]
     kept = {c.name.lower() for c in table.columns[:keep]}
     pk = table.primary_key if all(c.lower() in kept for c in table.primary_key) else ()
     fks = tuple(fk for fk in table.foreign_keys if all(c.lower() in kept for c in fk.columns))
-    decisions.append({"database": db.key, "table": table.name, "decision": "wide_table_overflow",
-                      "detail": f"{len(table.columns)} columns: the last {len(moved)} are keys of the JSON "
-                                f"column {OVERFLOW_COLUMN}" + ("" if pk == table.primary_key else
-                                                              "; the primary key is not kept")})
+    decisions.append(
+        {
+            "database": db.key,
+            "table": table.name,
+            "decision": "wide_table_overflow",
+            "detail": f"{len(table.columns)} columns: the last {len(moved)} are keys of the JSON "
+            f"column {OVERFLOW_COLUMN}" + ("" if pk == table.primary_key else "; the primary key is not kept"),
+        }
+    )
     return Table(table.name, table.columns[:keep] + (overflow,), pk, fks), folded
 
 
@@ -172,19 +205,31 @@ def _oracle_value(v):
     return v
 
 
-def _oracle_empty_string_constraints(db: SourceDatabase, table: Table, rows: list[tuple],
-                                     decisions: list[dict]) -> Table:
+def _oracle_empty_string_constraints(
+    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
+) -> Table:
     """'' loads as NULL in Oracle: a NOT NULL or primary-key column holding '' loses that constraint."""
     empty = {c.name.lower() for i, c in enumerate(table.columns) if any(r[i] == "" for r in rows)}
     if not empty:
         return table
     why = "holds '', which is NULL in Oracle"
-    cols = tuple(replace(c, nullable=True, note=(c.note + "; " if c.note else "") + f"declared NOT NULL but {why}")
-                 if c.name.lower() in empty and not c.nullable else c for c in table.columns)
+    cols = tuple(
+        replace(c, nullable=True, note=(c.note + "; " if c.note else "") + f"declared NOT NULL but {why}")
+        if c.name.lower() in empty and not c.nullable
+        else c
+        for c in table.columns
+    )
     pk = table.primary_key
     if any(c.lower() in empty for c in pk):
-        decisions.append({"database": db.key, "table": table.name, "dialect": "oracle",
-                          "decision": "primary_key_dropped", "detail": f"{pk}: a primary-key column {why}"})
+        decisions.append(
+            {
+                "database": db.key,
+                "table": table.name,
+                "dialect": "oracle",
+                "decision": "primary_key_dropped",
+                "detail": f"{pk}: a primary-key column {why}",
+            }
+        )
         pk = ()
     return replace(table, columns=cols, primary_key=pk)
 
@@ -194,9 +239,16 @@ def _oracle_empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list
     for i, col in enumerate(table.columns):
         n = sum(1 for r in rows if r[i] == "")
         if n:
-            out.append({"database": db.key, "table": table.source.name, "column": col.source.name,
-                        "dialect": "oracle", "decision": "empty_string_is_null",
-                        "detail": f"{n} empty string(s) load as NULL in Oracle"})
+            out.append(
+                {
+                    "database": db.key,
+                    "table": table.source.name,
+                    "column": col.source.name,
+                    "dialect": "oracle",
+                    "decision": "empty_string_is_null",
+                    "detail": f"{n} empty string(s) load as NULL in Oracle",
+                }
+            )
     return out
 
 
@@ -237,32 +289,46 @@ def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
             ref = db.table(fk.ref_table)
             why = _undeclarable(table, ref, fk)
             if why:
-                db.decisions.append({"database": db.key, "table": table.source.name, "dialect": dialect,
-                                     "decision": "foreign_key_not_declared",
-                                     "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: {why}"})
+                db.decisions.append(
+                    {
+                        "database": db.key,
+                        "table": table.source.name,
+                        "dialect": dialect,
+                        "decision": "foreign_key_not_declared",
+                        "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: {why}",
+                    }
+                )
                 continue
             cols = ", ".join(_column(table, c).target.sql for c in fk.columns)
             refs = ", ".join(_column(ref, c).target.sql for c in fk.ref_columns)
             name = IdentifierMap(dialect).add(f"fk_{table.target.name}_{n}").sql
             tail = " NOT VALID" if dialect == "postgres" else " ENABLE NOVALIDATE"
-            statements.append(f"ALTER TABLE {table.target.sql} ADD CONSTRAINT {name} FOREIGN KEY ({cols}) "
-                              f"REFERENCES {ref.target.sql} ({refs}){tail};")
+            statements.append(
+                f"ALTER TABLE {table.target.sql} ADD CONSTRAINT {name} FOREIGN KEY ({cols}) "
+                f"REFERENCES {ref.target.sql} ({refs}){tail};"
+            )
     return statements
 
 
 # ---- files -------------------------------------------------------------------------------------
 
+
 def _oracle_literal(v) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, str):
-        parts = ["'" + p.replace("'", "''") + "'" for p in (v[i:i + 1000] for i in range(0, len(v), 1000))]
+        parts = ["'" + p.replace("'", "''") + "'" for p in (v[i : i + 1000] for i in range(0, len(v), 1000))]
         if len(v.encode()) > ORACLE_VARCHAR_BYTES:  # VARCHAR2 || VARCHAR2 stops at 4000 bytes (ORA-01489)
             parts[0] = f"TO_CLOB({parts[0]})"
         return " || ".join(parts)
     if isinstance(v, float):
-        return "BINARY_DOUBLE_NAN" if v != v else repr(v) + "d" if abs(v) != float("inf") else (
-            "BINARY_DOUBLE_INFINITY" if v > 0 else "-BINARY_DOUBLE_INFINITY")
+        return (
+            "BINARY_DOUBLE_NAN"
+            if v != v
+            else repr(v) + "d"
+            if abs(v) != float("inf")
+            else ("BINARY_DOUBLE_INFINITY" if v > 0 else "-BINARY_DOUBLE_INFINITY")
+        )
     if isinstance(v, dt.datetime):
         return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
     if isinstance(v, dt.date):
@@ -277,9 +343,10 @@ def oracle_insert_statements(table: NormalizedTable) -> list[str]:
     cols = ", ".join(table.column_names)
     statements = []
     for start in range(0, len(table.rows), ORACLE_INSERT_BATCH):
-        body = "\n".join(f"  INTO {table.target.sql} ({cols}) VALUES ("
-                         + ", ".join(_oracle_literal(v) for v in row) + ")"
-                         for row in table.rows[start:start + ORACLE_INSERT_BATCH])
+        body = "\n".join(
+            f"  INTO {table.target.sql} ({cols}) VALUES (" + ", ".join(_oracle_literal(v) for v in row) + ")"
+            for row in table.rows[start : start + ORACLE_INSERT_BATCH]
+        )
         statements.append(f"INSERT ALL\n{body}\nSELECT 1 FROM DUAL;")
     return statements
 
@@ -293,8 +360,11 @@ def _copy_field(v) -> str:
     elif isinstance(v, dt.datetime):
         text = v.isoformat(sep=" ")
     elif isinstance(v, float):
-        text = repr(v) if v == v and abs(v) != float("inf") else {"nan": "NaN", "inf": "Infinity",
-                                                                    "-inf": "-Infinity"}[repr(v)]
+        text = (
+            repr(v)
+            if v == v and abs(v) != float("inf")
+            else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
+        )
     else:
         text = str(v)
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
@@ -312,8 +382,11 @@ def data_script(db: NormalizedDatabase) -> str:
         if not table.rows:
             continue
         if db.dialect == "postgres":
-            parts.append(f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM stdin;\n"
-                         + postgres_copy_text(table) + "\\.\n")
+            parts.append(
+                f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM stdin;\n"
+                + postgres_copy_text(table)
+                + "\\.\n"
+            )
         else:
             parts.append("\n".join(oracle_insert_statements(table)) + "\n")
     return "".join(parts)
@@ -326,9 +399,12 @@ def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:
     folder = root / db.source / db.name / db.dialect
     folder.mkdir(parents=True, exist_ok=True)
     sums = {}
-    for name, text in (("schema.sql", "\n\n".join(db.create_statements) + "\n"), ("data.sql", data_script(db)),
-                       ("constraints.sql", "\n\n".join(db.constraint_statements) + "\n"),
-                       ("decisions.json", json.dumps(db.decisions, indent=1, default=str) + "\n")):
+    for name, text in (
+        ("schema.sql", "\n\n".join(db.create_statements) + "\n"),
+        ("data.sql", data_script(db)),
+        ("constraints.sql", "\n\n".join(db.constraint_statements) + "\n"),
+        ("decisions.json", json.dumps(db.decisions, indent=1, default=str) + "\n"),
+    ):
         path = folder / name
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text, encoding="utf-8")

@@ -58,8 +58,12 @@ def canonical(value) -> str:
 
 def table_checksum(rows: list[tuple], json_columns: set[int]) -> str:
     """sha256 over the sorted canonical rows; JSON text is parsed first (jsonb normalizes it)."""
-    lines = sorted("\x1f".join(canonical(json.loads(v) if i in json_columns and isinstance(v, str) else v)
-                               for i, v in enumerate(row)) for row in rows)
+    lines = sorted(
+        "\x1f".join(
+            canonical(json.loads(v) if i in json_columns and isinstance(v, str) else v) for i, v in enumerate(row)
+        )
+        for row in rows
+    )
     digest = hashlib.sha256()
     for line in lines:
         digest.update(line.encode("utf-8", "surrogatepass") + b"\x1e")
@@ -92,8 +96,9 @@ def load_postgres(conn: psycopg.Connection, db: NormalizedDatabase) -> LoadRepor
             for statement in db.constraint_statements:
                 conn.execute(statement)
     except psycopg.Error as exc:
-        return LoadReport(db.key, "postgres", False, f"{exc.sqlstate}: {str(exc).strip()[:500]}",
-                          seconds=time.perf_counter() - start)
+        return LoadReport(
+            db.key, "postgres", False, f"{exc.sqlstate}: {str(exc).strip()[:500]}", seconds=time.perf_counter() - start
+        )
     report = LoadReport(db.key, "postgres", True, tables=verify_postgres(conn, db))
     report.seconds = time.perf_counter() - start
     return report
@@ -105,13 +110,19 @@ def verify_postgres(conn: psycopg.Connection, db: NormalizedDatabase) -> dict[st
     for table in db.tables:
         query = sql.SQL("SELECT {cols} FROM {s}.{t}").format(
             cols=sql.SQL(", ").join(sql.SQL(c) for c in table.column_names),
-            s=sql.Identifier(db.schema_name), t=sql.SQL(table.target.sql))
+            s=sql.Identifier(db.schema_name),
+            t=sql.SQL(table.target.sql),
+        )
         loaded = conn.execute(query).fetchall()
         expected_sum = table_checksum(table.rows, _json_columns(table))
         loaded_sum = table_checksum(loaded, set())
-        out[table.target.name] = {"rows": len(loaded), "expected_rows": len(table.rows),
-                                  "rows_match": len(loaded) == len(table.rows),
-                                  "checksum": loaded_sum, "checksum_match": loaded_sum == expected_sum}
+        out[table.target.name] = {
+            "rows": len(loaded),
+            "expected_rows": len(table.rows),
+            "rows_match": len(loaded) == len(table.rows),
+            "checksum": loaded_sum,
+            "checksum_match": loaded_sum == expected_sum,
+        }
     return out
 
 
@@ -126,12 +137,18 @@ def load_oracle(session, db: NormalizedDatabase) -> LoadReport:
         result = session.execute(statement)
         if not result.ok:
             error = f"{result.error.code}: {result.error.message}" if result.error else "statement timeout"
-            return LoadReport(db.key, "oracle", False, f"{error[:400]} in {statement[:80]}",
-                              seconds=time.perf_counter() - start)
+            return LoadReport(
+                db.key, "oracle", False, f"{error[:400]} in {statement[:80]}", seconds=time.perf_counter() - start
+            )
     tables = {}
     for table in db.tables:
         counted = session.query(f"SELECT COUNT(*) FROM {table.target.sql}")
         rows = counted.rows[0][0] if counted.ok else -1
-        tables[table.target.name] = {"rows": rows, "expected_rows": len(table.rows),
-                                     "rows_match": rows == len(table.rows), "checksum": None, "checksum_match": None}
+        tables[table.target.name] = {
+            "rows": rows,
+            "expected_rows": len(table.rows),
+            "rows_match": rows == len(table.rows),
+            "checksum": None,
+            "checksum_match": None,
+        }
     return LoadReport(db.key, "oracle", True, tables=tables, seconds=time.perf_counter() - start)

@@ -33,13 +33,19 @@ def _quote(name: str) -> str:
 
 
 def _table_names(conn: sqlite3.Connection) -> list[str]:
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                        "ORDER BY name").fetchall()
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
     return [r[0] for r in rows]
 
 
-def _foreign_keys(conn: sqlite3.Connection, table: str, tables: dict[str, list[str]],
-                  pks: dict[str, tuple[str, ...]], decisions: list[dict]) -> tuple[ForeignKey, ...]:
+def _foreign_keys(
+    conn: sqlite3.Connection,
+    table: str,
+    tables: dict[str, list[str]],
+    pks: dict[str, tuple[str, ...]],
+    decisions: list[dict],
+) -> tuple[ForeignKey, ...]:
     groups: dict[int, list] = {}
     for row in conn.execute(f"PRAGMA foreign_key_list({_quote(table)})"):
         groups.setdefault(row[0], []).append(row)
@@ -50,15 +56,21 @@ def _foreign_keys(conn: sqlite3.Connection, table: str, tables: dict[str, list[s
         refs = tuple(r[4] for r in rows) if all(r[4] for r in rows) else (pks.get(ref, ()) if ref else ())
         known = {c.lower() for c in tables.get(ref, [])}
         if ref is None or len(refs) != len(cols) or not all(c.lower() in known for c in refs):
-            decisions.append({"table": table, "decision": "foreign_key_dropped",
-                              "detail": f"{cols} references {rows[0][2]}{refs}, which does not exist"})
+            decisions.append(
+                {
+                    "table": table,
+                    "decision": "foreign_key_dropped",
+                    "detail": f"{cols} references {rows[0][2]}{refs}, which does not exist",
+                }
+            )
             continue
         fks.append(ForeignKey(cols, ref, refs))
     return tuple(fks)
 
 
-def _primary_key(table: str, pk: tuple[str, ...], columns: list[Column], rows: list[tuple],
-                 decisions: list[dict]) -> tuple[str, ...]:
+def _primary_key(
+    table: str, pk: tuple[str, ...], columns: list[Column], rows: list[tuple], decisions: list[dict]
+) -> tuple[str, ...]:
     if not pk:
         return pk
     idx = [[c.name for c in columns].index(c) for c in pk]
@@ -91,21 +103,33 @@ def read_sqlite(path: Path, source: str, name: str, origin: str, row_cap: int | 
         names = _table_names(conn)
         infos = {t: conn.execute(f"PRAGMA table_info({_quote(t)})").fetchall() for t in names}
         columns = {t: [r[1] for r in info] for t, info in infos.items()}
-        declared_pks = {t: tuple(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5]))
-                        for t, info in infos.items()}
+        declared_pks = {
+            t: tuple(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5])) for t, info in infos.items()
+        }
         decisions: list[dict] = []
         rows, tables = {}, []
         for t in names:
             seen = len(invalid)
             limit = f" LIMIT {int(row_cap)}" if row_cap is not None else ""
-            rows[t] = conn.execute(f"SELECT * FROM {_quote(t)} ORDER BY rowid{limit}"
-                                   if _has_rowid(conn, t) else f"SELECT * FROM {_quote(t)}{limit}").fetchall()
+            rows[t] = conn.execute(
+                f"SELECT * FROM {_quote(t)} ORDER BY rowid{limit}"
+                if _has_rowid(conn, t)
+                else f"SELECT * FROM {_quote(t)}{limit}"
+            ).fetchall()
             if len(invalid) > seen:
                 decisions.append(_invalid_utf8(origin, t, columns[t], rows[t], len(invalid) - seen))
             if row_cap is not None:
                 decisions.append({"table": t, "decision": "row_cap", "detail": f"at most {row_cap} rows read"})
-            tables.append(_table(t, infos[t], rows[t], declared_pks[t],
-                                 _foreign_keys(conn, t, columns, declared_pks, decisions), decisions))
+            tables.append(
+                _table(
+                    t,
+                    infos[t],
+                    rows[t],
+                    declared_pks[t],
+                    _foreign_keys(conn, t, columns, declared_pks, decisions),
+                    decisions,
+                )
+            )
         return SourceDatabase(source, name, "sqlite", origin, tables, rows, decisions)
     finally:
         conn.close()
@@ -113,12 +137,18 @@ def read_sqlite(path: Path, source: str, name: str, origin: str, row_cap: int | 
 
 def _invalid_utf8(origin: str, table: str, columns: list[str], rows: list[tuple], count: int) -> dict:
     """A decision naming where TEXT values held bytes that are not UTF-8 (row = 1-based position read)."""
-    where = [f"{columns[i]} row {n}" for n, row in enumerate(rows, start=1) for i, v in enumerate(row)
-             if isinstance(v, str) and "\ufffd" in v]
+    where = [
+        f"{columns[i]} row {n}"
+        for n, row in enumerate(rows, start=1)
+        for i, v in enumerate(row)
+        if isinstance(v, str) and "\ufffd" in v
+    ]
     shown = ", ".join(where[:10]) + (f" and {len(where) - 10} more" if len(where) > 10 else "")
-    return {"table": table, "decision": "invalid_utf8_replaced",
-            "detail": f"{origin}: {count} TEXT value(s) are not valid UTF-8, kept with U+FFFD for the bad "
-                      f"bytes: {shown}"}
+    return {
+        "table": table,
+        "decision": "invalid_utf8_replaced",
+        "detail": f"{origin}: {count} TEXT value(s) are not valid UTF-8, kept with U+FFFD for the bad bytes: {shown}",
+    }
 
 
 def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
@@ -129,8 +159,9 @@ def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
         return False  # a WITHOUT ROWID table
 
 
-def _table(name: str, info: list, rows: list[tuple], pk: tuple[str, ...], fks: tuple[ForeignKey, ...],
-           decisions: list[dict]) -> Table:
+def _table(
+    name: str, info: list, rows: list[tuple], pk: tuple[str, ...], fks: tuple[ForeignKey, ...], decisions: list[dict]
+) -> Table:
     cols = []
     for i, (_, col, declared, notnull, _default, _pk) in enumerate(info):
         declared = (declared or "").strip().upper()

@@ -31,22 +31,52 @@ WAREHOUSES = frozenset({"bigquery", "snowflake"})
 
 # (rule id, source dialects, pattern searched in the upper-cased declared type, family, why)
 SOURCE_RULES: tuple[tuple[str, frozenset, str, str, str], ...] = (
-    ("sqlite_bool_as_integer", frozenset({"sqlite"}), r"^(BOOL|BOOLEAN|BIT)\b", "integer",
-     "SQLite has no boolean type: values are 0/1 integers and queries compare them with integers"),
+    (
+        "sqlite_bool_as_integer",
+        frozenset({"sqlite"}),
+        r"^(BOOL|BOOLEAN|BIT)\b",
+        "integer",
+        "SQLite has no boolean type: values are 0/1 integers and queries compare them with integers",
+    ),
     ("date", ALL, r"^DATE$", "date", "calendar date"),
-    ("timestamp", ALL, r"^(DATETIME|TIMESTAMP)", "timestamp",
-     "date and time; time zones are not kept (sources store local or UTC times)"),
+    (
+        "timestamp",
+        ALL,
+        r"^(DATETIME|TIMESTAMP)",
+        "timestamp",
+        "date and time; time zones are not kept (sources store local or UTC times)",
+    ),
     ("time", ALL, r"^TIME(\(\d+\))?$", "time", "time of day"),
     ("boolean", WAREHOUSES, r"^(BOOL|BOOLEAN)$", "boolean", "boolean"),
-    ("bigquery_geography_wkt", frozenset({"bigquery"}), r"^GEOGRAPHY$", "text",
-     "BigQuery shows GEOGRAPHY values as WKT text (POINT(...)), which is not JSON"),
-    ("nested_as_json", ALL, r"^(STRUCT|ARRAY|RECORD|VARIANT|OBJECT|JSONB?|GEOGRAPHY|GEOMETRY|POINT|MAP)\b",
-     "json", "nested or spatial values are kept as JSON text (jsonb / CLOB IS JSON)"),
-    ("integer", ALL, r"^(INT64|INT|INTEGER|BIGINT|SMALLINT|TINYINT|BYTEINT|MEDIUMINT|INT2|INT4|INT8)$",
-     "integer", "integer"),
+    (
+        "bigquery_geography_wkt",
+        frozenset({"bigquery"}),
+        r"^GEOGRAPHY$",
+        "text",
+        "BigQuery shows GEOGRAPHY values as WKT text (POINT(...)), which is not JSON",
+    ),
+    (
+        "nested_as_json",
+        ALL,
+        r"^(STRUCT|ARRAY|RECORD|VARIANT|OBJECT|JSONB?|GEOGRAPHY|GEOMETRY|POINT|MAP)\b",
+        "json",
+        "nested or spatial values are kept as JSON text (jsonb / CLOB IS JSON)",
+    ),
+    (
+        "integer",
+        ALL,
+        r"^(INT64|INT|INTEGER|BIGINT|SMALLINT|TINYINT|BYTEINT|MEDIUMINT|INT2|INT4|INT8)$",
+        "integer",
+        "integer",
+    ),
     ("number_scale_0", WAREHOUSES, r"^NUMBER\(\s*\d+\s*,\s*0\s*\)$", "integer", "NUMBER with scale 0"),
-    ("decimal_scale_0", WAREHOUSES, r"^(DECIMAL|NUMERIC)\(\s*\d+\s*,\s*0\s*\)$", "integer",
-     "DECIMAL with scale 0 (sqlglot spells Snowflake NUMBER(p,0) so)"),
+    (
+        "decimal_scale_0",
+        WAREHOUSES,
+        r"^(DECIMAL|NUMERIC)\(\s*\d+\s*,\s*0\s*\)$",
+        "integer",
+        "DECIMAL with scale 0 (sqlglot spells Snowflake NUMBER(p,0) so)",
+    ),
     ("decimal", ALL, r"^(DECIMAL|NUMERIC|NUMBER|BIGNUMERIC|BIGDECIMAL|DEC)\b", "decimal", "exact number"),
     ("float", ALL, r"^(FLOAT|FLOAT64|DOUBLE|REAL|FLOAT4|FLOAT8)", "float", "binary floating point"),
     ("binary", ALL, r"^(BYTES|BINARY|VARBINARY|BLOB)\b", "binary", "bytes"),
@@ -55,8 +85,13 @@ SOURCE_RULES: tuple[tuple[str, frozenset, str, str, str], ...] = (
     ("sqlite_affinity_integer", frozenset({"sqlite"}), r"INT", "integer", "SQLite INTEGER affinity"),
     ("sqlite_affinity_text", frozenset({"sqlite"}), r"CHAR|CLOB|TEXT", "text", "SQLite TEXT affinity"),
     ("sqlite_affinity_real", frozenset({"sqlite"}), r"REAL|FLOA|DOUB", "float", "SQLite REAL affinity"),
-    ("sqlite_untyped", frozenset({"sqlite"}), r"^$|BLOB", "text",
-     "no declared type (BLOB affinity): the family is taken from the values"),
+    (
+        "sqlite_untyped",
+        frozenset({"sqlite"}),
+        r"^$|BLOB",
+        "text",
+        "no declared type (BLOB affinity): the family is taken from the values",
+    ),
     ("sqlite_affinity_numeric", frozenset({"sqlite"}), r".", "decimal", "SQLite NUMERIC affinity"),
     ("unknown_as_text", WAREHOUSES, r".", "text", "a type with no rule is kept as text"),
 )
@@ -200,8 +235,11 @@ def coerce(value, family: str):
     if family == "integer":
         return int(value)
     if family == "decimal":
-        return value if isinstance(value, decimal.Decimal) else decimal.Decimal(repr(value) if isinstance(
-            value, float) else str(value))
+        return (
+            value
+            if isinstance(value, decimal.Decimal)
+            else decimal.Decimal(repr(value) if isinstance(value, float) else str(value))
+        )
     if family == "float":
         return float(value)
     if family == "boolean":

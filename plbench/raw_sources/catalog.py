@@ -78,9 +78,12 @@ _SPIDER_LICENCES = {"spider1": "CC-BY-SA-4.0", "spider2_lite": "MIT"}
 
 def _spider_entries() -> dict[str, tuple[SourceFile, ...]]:
     table = json.loads((Path(__file__).with_name("spider_catalog.json")).read_text(encoding="utf-8"))
-    return {subset: tuple(SourceFile(subset, row["path"], row["url"], row["sha256"], _SPIDER_LICENCES[subset])
-                          for row in rows)
-            for subset, rows in table.items()}
+    return {
+        subset: tuple(
+            SourceFile(subset, row["path"], row["url"], row["sha256"], _SPIDER_LICENCES[subset]) for row in rows
+        )
+        for subset, rows in table.items()
+    }
 
 
 CATALOG.update(_spider_entries())

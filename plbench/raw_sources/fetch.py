@@ -40,9 +40,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def resolve(
-    source: SourceFile, raw_dir: Path | None, cache_dir: Path, timeout: float = DEFAULT_TIMEOUT
-) -> Path:
+def resolve(source: SourceFile, raw_dir: Path | None, cache_dir: Path, timeout: float = DEFAULT_TIMEOUT) -> Path:
     """A local path to `source` whose sha256 matches the catalog.
 
     With `raw_dir` the file must already be in that mirror (no download fallback,
@@ -57,9 +55,7 @@ def resolve(
 def _from_mirror(source: SourceFile, raw_dir: Path) -> Path:
     path = raw_dir / source.relative_path
     if not path.is_file():
-        raise RawSourceError(
-            f"{source.relative_path}: not found in the raw mirror {raw_dir} (looked for {path})"
-        )
+        raise RawSourceError(f"{source.relative_path}: not found in the raw mirror {raw_dir} (looked for {path})")
     actual = sha256_file(path)
     if actual != source.sha256:
         raise RawSourceError(

@@ -185,9 +185,7 @@ def _cases_field(obj: dict[str, Any], name: str, quirks: list[str]) -> list[list
         raise _Malformed(f"field {name!r} must be a list of argument lists, got {_type_name(value)}")
     for index, case in enumerate(value):
         if not isinstance(case, list):
-            raise _Malformed(
-                f"field {name!r}: case {index} must be a list of arguments, got {_type_name(case)}"
-            )
+            raise _Malformed(f"field {name!r}: case {index} must be a list of arguments, got {_type_name(case)}")
     return value
 
 
@@ -201,9 +199,7 @@ def _mbpp_id(obj: Any) -> str | None:
     return str(task_id) or None
 
 
-def _mbpp_problem(
-    obj: dict[str, Any], line: int, relative_path: str, sanitized: dict[int, str] | None
-) -> RawProblem:
+def _mbpp_problem(obj: dict[str, Any], line: int, relative_path: str, sanitized: dict[int, str] | None) -> RawProblem:
     task_id = _field(obj, "task_id")
     if isinstance(task_id, bool) or not isinstance(task_id, int):
         raise _Malformed(f"field 'task_id' must be an integer, got {_type_name(task_id)}")

@@ -70,6 +70,7 @@ class GoldQuery:
 
 # ---- readers ---------------------------------------------------------------------------------
 
+
 def _gold_line(path: Path, number: int, line: str) -> tuple[str, str]:
     parts = line.rstrip("\n").split("\t")
     if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
@@ -91,8 +92,9 @@ def read_spider_dev(dev_json_path: Path, dev_gold_path: Path) -> list[GoldQuery]
     out = []
     for i, (entry, (sql, db_id)) in enumerate(zip(entries, gold)):
         if not isinstance(entry, dict) or entry.get("db_id") != db_id or "question" not in entry:
-            raise GoldFormatError(f"{dev_json_path}: entry {i} ({str(entry)[:60]}) does not match "
-                                  f"{dev_gold_path}:{i + 1} (db {db_id})")
+            raise GoldFormatError(
+                f"{dev_json_path}: entry {i} ({str(entry)[:60]}) does not match {dev_gold_path}:{i + 1} (db {db_id})"
+            )
         out.append(GoldQuery(str(i), db_id, entry["question"], sql, "dev"))
     return out
 
@@ -101,12 +103,16 @@ def read_train_gold(train_gold_path: Path) -> list[GoldQuery]:
     """train_gold.sql: one '<sql>\\t<db_id>' per line; the source id is the line number."""
     path = Path(train_gold_path)
     with open(path, encoding="utf-8") as handle:
-        return [GoldQuery(str(n), db_id, "", sql, "train")
-                for n, line in enumerate(handle, start=1) if line.strip()
-                for sql, db_id in [_gold_line(path, n, line)]]
+        return [
+            GoldQuery(str(n), db_id, "", sql, "train")
+            for n, line in enumerate(handle, start=1)
+            if line.strip()
+            for sql, db_id in [_gold_line(path, n, line)]
+        ]
 
 
 # ---- schema context --------------------------------------------------------------------------
+
 
 @dataclass
 class _Context:
@@ -173,9 +179,14 @@ def _literal_family(lit: exp.Literal) -> str:
     return "integer" if lit.is_int else "float"
 
 
-_CAST_FAMILIES = {exp.DataType.Type.INT: "integer", exp.DataType.Type.BIGINT: "integer",
-                  exp.DataType.Type.FLOAT: "float", exp.DataType.Type.DOUBLE: "float",
-                  exp.DataType.Type.TEXT: "text", exp.DataType.Type.VARCHAR: "text"}
+_CAST_FAMILIES = {
+    exp.DataType.Type.INT: "integer",
+    exp.DataType.Type.BIGINT: "integer",
+    exp.DataType.Type.FLOAT: "float",
+    exp.DataType.Type.DOUBLE: "float",
+    exp.DataType.Type.TEXT: "text",
+    exp.DataType.Type.VARCHAR: "text",
+}
 
 
 def _family(node: exp.Expression, ctx: _Context) -> str | None:
@@ -236,13 +247,19 @@ def _under(node: exp.Expression, stop: exp.Expression, kinds: tuple) -> bool:
 
 # ---- rewrite rules ---------------------------------------------------------------------------
 
+
 def rule_double_quoted_strings(tree: exp.Expression, ctx: _Context) -> exp.Expression:
     """SQLite reads "x" as a string when no column x is in scope (a legacy quirk Spider relies on);
     PostgreSQL and Oracle always read it as an identifier."""
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
     for col in list(tree.find_all(exp.Column)):
-        if (isinstance(col.this, exp.Identifier) and col.this.quoted and not col.table
-                and col.name.lower() not in aliases and _resolve(col, ctx)[1] is None):
+        if (
+            isinstance(col.this, exp.Identifier)
+            and col.this.quoted
+            and not col.table
+            and col.name.lower() not in aliases
+            and _resolve(col, ctx)[1] is None
+        ):
             col.replace(exp.Literal.string(col.name))
     return tree
 
@@ -255,8 +272,9 @@ def _group_keys(select: exp.Select, ctx: _Context) -> tuple[set, set]:
         if isinstance(item, exp.Literal) and item.is_int and 0 < int(item.this) <= len(projections):
             item = projections[int(item.this) - 1].unalias()
         if isinstance(item, exp.Column) and not item.table:
-            target = next((p.this for p in projections if isinstance(p, exp.Alias)
-                           and p.alias.lower() == item.name.lower()), None)
+            target = next(
+                (p.this for p in projections if isinstance(p, exp.Alias) and p.alias.lower() == item.name.lower()), None
+            )
             item = target if target is not None else item
         if isinstance(item, exp.Column):
             columns.add(_column_key(item, ctx))
@@ -266,15 +284,17 @@ def _group_keys(select: exp.Select, ctx: _Context) -> tuple[set, set]:
 
 def _column_key(col: exp.Column, ctx: _Context) -> tuple[str, str]:
     table, column = _resolve(col, ctx)
-    return (table.source.name.lower() if table else col.table.lower(),
-            column.source.name.lower() if column else col.name.lower())
+    return (
+        table.source.name.lower() if table else col.table.lower(),
+        column.source.name.lower() if column else col.name.lower(),
+    )
 
 
 def _extremes(select: exp.Select) -> list[exp.Expression]:
     """The min()/max() aggregates of this SELECT (not of its subqueries)."""
     found = []
     for part in [*select.expressions, select.args.get("having"), select.args.get("order")]:
-        for agg in (part.find_all(exp.Max, exp.Min) if part is not None else ()):
+        for agg in part.find_all(exp.Max, exp.Min) if part is not None else ():
             if _nearest_select(agg) is select and not _under(agg, select, (exp.Window,)):
                 found.append(agg)
     return found
@@ -292,10 +312,14 @@ def _bare_columns(select: exp.Select, ctx: _Context) -> list[exp.Column]:
     bare = []
     for part in (p for p in parts if p is not None):
         for col in part.find_all(exp.Column):
-            if (_nearest_select(col) is select and not _under(col, select, (exp.AggFunc, exp.Window))
-                    and (not col.table or col.table.lower() in _sources(select, ctx))
-                    and _column_key(col, ctx) not in columns and col.sql() not in others
-                    and not (part is select.args.get("order") and not col.table and col.name.lower() in aliases)):
+            if (
+                _nearest_select(col) is select
+                and not _under(col, select, (exp.AggFunc, exp.Window))
+                and (not col.table or col.table.lower() in _sources(select, ctx))
+                and _column_key(col, ctx) not in columns
+                and col.sql() not in others
+                and not (part is select.args.get("order") and not col.table and col.name.lower() in aliases)
+            ):
                 bare.append(col)
     return bare
 
@@ -303,8 +327,11 @@ def _bare_columns(select: exp.Select, ctx: _Context) -> list[exp.Column]:
 def _is_aggregate_query(select: exp.Select) -> bool:
     if select.args.get("group"):
         return True
-    return any(_nearest_select(a) is select and not _under(a, select, (exp.Window,))
-               for p in select.expressions for a in p.find_all(exp.AggFunc))
+    return any(
+        _nearest_select(a) is select and not _under(a, select, (exp.Window,))
+        for p in select.expressions
+        for a in p.find_all(exp.AggFunc)
+    )
 
 
 def _template(text: str, target: str, **nodes: exp.Expression) -> exp.Expression:
@@ -330,8 +357,11 @@ def _pick_extreme(col: exp.Column, extreme: exp.Expression, select: exp.Select, 
     order = "DESC" if isinstance(extreme, exp.Max) else "ASC"
     row_id = _row_id(select, target)
     ties = ", plb_rowid" if row_id is not None else ""
-    text = (f"(ARRAY_AGG(plb_value ORDER BY plb_key {order} NULLS LAST{ties}))[1]" if target == "postgres" else
-            f"MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key {order} NULLS LAST{ties})")
+    text = (
+        f"(ARRAY_AGG(plb_value ORDER BY plb_key {order} NULLS LAST{ties}))[1]"
+        if target == "postgres"
+        else f"MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key {order} NULLS LAST{ties})"
+    )
     return _template(text, target, value=col, key=extreme.this, rowid=row_id)
 
 
@@ -400,8 +430,12 @@ def _decided(node: exp.Expression, ctx: _Context) -> exp.Expression | None:
 def _date_as_text(col_side: exp.Expression, literal: exp.Expression, ctx: _Context) -> bool:
     """SQLite stores dates as text and compares them with a string as text ('2010' < '2010-05-01');
     PostgreSQL would parse the string as a date (or fail, 22007)."""
-    return (isinstance(col_side, exp.Column) and isinstance(literal, exp.Literal) and literal.is_string
-            and _family(col_side, ctx) in {"date", "timestamp", "time"})
+    return (
+        isinstance(col_side, exp.Column)
+        and isinstance(literal, exp.Literal)
+        and literal.is_string
+        and _family(col_side, ctx) in {"date", "timestamp", "time"}
+    )
 
 
 _ORACLE_DATE_FORMATS = {"date": "YYYY-MM-DD", "timestamp": "YYYY-MM-DD HH24:MI:SS"}
@@ -442,9 +476,9 @@ def rule_text_affinity_comparison(tree: exp.Expression, ctx: _Context) -> exp.Ex
 # SQLite reads a number from the start of a text (leading spaces allowed, '12abc' is 12, 'abc' is 0).
 _SQLITE_NUMBER = {
     "postgres": "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(plb_x AS TEXT), "
-                r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END",
+    r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END",
     "oracle": "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(plb_x), "
-              r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS BINARY_DOUBLE), 0) END",
+    r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS BINARY_DOUBLE), 0) END",
 }
 TEXT_LIKE_FAMILIES = frozenset({"text", "date", "timestamp", "time"})
 
@@ -468,8 +502,12 @@ def _projection(query: exp.Expression) -> exp.Expression | None:
 
 def _mixed(a: exp.Expression, b: exp.Expression, ctx: _Context) -> bool:
     """Whether `a` is a numeric column and `b` a text column (not literals: see the literal rule)."""
-    return (not isinstance(a, exp.Literal) and not isinstance(b, exp.Literal)
-            and _family(a, ctx) in NUMERIC_FAMILIES and _family(b, ctx) == "text")
+    return (
+        not isinstance(a, exp.Literal)
+        and not isinstance(b, exp.Literal)
+        and _family(a, ctx) in NUMERIC_FAMILIES
+        and _family(b, ctx) == "text"
+    )
 
 
 def rule_mixed_affinity_comparison(tree: exp.Expression, ctx: _Context) -> exp.Expression:
@@ -645,8 +683,13 @@ def rule_names(tree: exp.Expression, ctx: _Context) -> exp.Expression:
     replacements = _table_names(tree, ctx) + _column_names(tree, ctx)
     mapped = {id(old) for old, _ in replacements}
     for ident in list(tree.find_all(exp.Identifier)):
-        if id(ident) not in mapped and ident.quoted and ident.name.replace("_", "a").isalnum() \
-                and ident.name.isascii() and not ident.name[:1].isdigit():
+        if (
+            id(ident) not in mapped
+            and ident.quoted
+            and ident.name.replace("_", "a").isalnum()
+            and ident.name.isascii()
+            and not ident.name[:1].isdigit()
+        ):
             ident.set("quoted", False)
     for old, new in replacements:
         old.replace(new)
@@ -706,8 +749,9 @@ def _render(tree: exp.Expression, target: str) -> str:
     return text
 
 
-def apply_rule(name: str, sql: str, db: NormalizedDatabase, target: str = "postgres",
-               plan: list[str] | None = None) -> str:
+def apply_rule(
+    name: str, sql: str, db: NormalizedDatabase, target: str = "postgres", plan: list[str] | None = None
+) -> str:
     """One rule alone on a SQLite query, rendered for `target` (to test and inspect rules one by one)."""
     rule = dict(RULES)[name]
     return _render(rule(_parse(sql), _Context.of(db, target, plan)), target)
@@ -743,6 +787,7 @@ def has_outer_order(sql: str) -> bool:
 
 # ---- result comparison -----------------------------------------------------------------------
 
+
 def _scalar(value):
     """One result value in a comparable form: numbers as int/float, dates as ISO text, bytes as hex.
 
@@ -775,8 +820,10 @@ def _as_number(value):
 
 def _lenient_columns(source: list[tuple], target: list[tuple]) -> set[int]:
     """Columns where one side returns numbers and the other text: compared as numbers there."""
+
     def kinds(rows, i):
         return {type(r[i]) for r in rows if i < len(r) and r[i] is not None}
+
     width = max((len(r) for r in source + target), default=0)
     out = set()
     for i in range(width):
@@ -810,8 +857,9 @@ def _rows_equal(a: tuple, b: tuple, float_tol: float) -> bool:
 
 def _exact_key(row: tuple) -> tuple:
     """A hashable key equal for equal rows; floats rounded so near-equal ones usually meet."""
-    return tuple((1, float(f"{v:.9g}")) if isinstance(v, float) else
-                 (1, v) if isinstance(v, int) else (0, v) for v in row)
+    return tuple(
+        (1, float(f"{v:.9g}")) if isinstance(v, float) else (1, v) if isinstance(v, int) else (0, v) for v in row
+    )
 
 
 @dataclass(frozen=True)
@@ -847,16 +895,21 @@ def _show(rows: list[tuple], limit: int = 3) -> str:
     return text + (f" (+{len(rows) - limit} more)" if len(rows) > limit else "")
 
 
-def compare(source_rows: list[tuple], target_rows: list[tuple], ordered: bool,
-            float_tol: float = FLOAT_REL_TOL) -> Comparison:
+def compare(
+    source_rows: list[tuple], target_rows: list[tuple], ordered: bool, float_tol: float = FLOAT_REL_TOL
+) -> Comparison:
     """Whether two results are the same answer: the same multiset of rows (the same sequence when
     `ordered`), values normalized by `_scalar`, numbers equal within `float_tol` (relative)."""
     lenient = _lenient_columns(source_rows, target_rows)
     src, tgt = _normalize_rows(source_rows, lenient), _normalize_rows(target_rows, lenient)
     only_src, only_tgt = _unmatched(src, tgt, float_tol)
     if only_src or only_tgt:
-        return Comparison(False, (f"{len(src)} vs {len(tgt)} rows; only in source: {_show(only_src)}; "
-                                  f"only in target: {_show(only_tgt)}")[:1000])
+        return Comparison(
+            False,
+            (f"{len(src)} vs {len(tgt)} rows; only in source: {_show(only_src)}; only in target: {_show(only_tgt)}")[
+                :1000
+            ],
+        )
     if ordered:
         for i, (a, b) in enumerate(zip(src, tgt)):
             if not _rows_equal(a, b, float_tol):
@@ -884,10 +937,20 @@ class EquivalenceResult:
     def as_row(self) -> dict:
         """A flat record for the failure table (and for the release's reports)."""
         q = self.query
-        return {"split": q.split, "source_id": q.source_id, "db_id": q.db_id, "class": self.cls,
-                "sql": q.sql, "postgres_sql": self.postgres_sql, "oracle_sql": self.oracle_sql,
-                "oracle_error": self.oracle_error, "sqlstate": self.sqlstate, "detail": self.detail,
-                "source_rows": self.source_rows, "target_rows": self.target_rows}
+        return {
+            "split": q.split,
+            "source_id": q.source_id,
+            "db_id": q.db_id,
+            "class": self.cls,
+            "sql": q.sql,
+            "postgres_sql": self.postgres_sql,
+            "oracle_sql": self.oracle_sql,
+            "oracle_error": self.oracle_error,
+            "sqlstate": self.sqlstate,
+            "detail": self.detail,
+            "source_rows": self.source_rows,
+            "target_rows": self.target_rows,
+        }
 
 
 def run_sqlite(conn: sqlite3.Connection, sql: str, timeout_s: float = SQLITE_TIMEOUT_S) -> list[tuple]:
@@ -900,8 +963,13 @@ def run_sqlite(conn: sqlite3.Connection, sql: str, timeout_s: float = SQLITE_TIM
         conn.set_progress_handler(None, 0)
 
 
-def _both_texts(query: GoldQuery, normalized: NormalizedDatabase, oracle: NormalizedDatabase,
-                result: EquivalenceResult, plan: list[str] | None) -> bool:
+def _both_texts(
+    query: GoldQuery,
+    normalized: NormalizedDatabase,
+    oracle: NormalizedDatabase,
+    result: EquivalenceResult,
+    plan: list[str] | None,
+) -> bool:
     """Fill in the PostgreSQL and Oracle texts; False (class transpile_error) if PostgreSQL failed."""
     try:
         result.oracle_sql = transpile(query.sql, oracle, "oracle", plan)
@@ -915,8 +983,14 @@ def _both_texts(query: GoldQuery, normalized: NormalizedDatabase, oracle: Normal
     return True
 
 
-def check_query(query: GoldQuery, source: sqlite3.Connection, normalized: NormalizedDatabase,
-                oracle: NormalizedDatabase, session, target: str = "postgres") -> EquivalenceResult:
+def check_query(
+    query: GoldQuery,
+    source: sqlite3.Connection,
+    normalized: NormalizedDatabase,
+    oracle: NormalizedDatabase,
+    session,
+    target: str = "postgres",
+) -> EquivalenceResult:
     """One gold query run on SQLite and, transpiled, in `session` (a `target` engine's); classified."""
     result = EquivalenceResult(query, "identical")
     try:
@@ -945,9 +1019,14 @@ def check_query(query: GoldQuery, source: sqlite3.Connection, normalized: Normal
     return result
 
 
-def check_database(sqlite_path: Path, normalized: NormalizedDatabase, queries: list[GoldQuery],
-                   session, oracle: NormalizedDatabase | None = None, target: str = "postgres"
-                   ) -> list[EquivalenceResult]:
+def check_database(
+    sqlite_path: Path,
+    normalized: NormalizedDatabase,
+    queries: list[GoldQuery],
+    session,
+    oracle: NormalizedDatabase | None = None,
+    target: str = "postgres",
+) -> list[EquivalenceResult]:
     """Every query of one database, compared between its SQLite file and its loaded PostgreSQL schema.
 
     `session` is a PostgreSQL session whose search_path reaches `normalized.schema_name`
@@ -965,5 +1044,8 @@ def check_database(sqlite_path: Path, normalized: NormalizedDatabase, queries: l
 def summarize(results: list[EquivalenceResult]) -> dict:
     """{"total", "identical", "mismatch": {class: n}} as the release manifest reports it."""
     counts = Counter(r.cls for r in results)
-    return {"total": len(results), "identical": counts.get("identical", 0),
-            "mismatch": {c: counts[c] for c in CLASSES[1:] if counts.get(c)}}
+    return {
+        "total": len(results),
+        "identical": counts.get("identical", 0),
+        "mismatch": {c: counts[c] for c in CLASSES[1:] if counts.get(c)},
+    }

@@ -67,8 +67,13 @@ def type_class(pg_type: str) -> str:
         return "number"
     if pg_type in _PG_INTEGER:
         return "integer"
-    return {"date": "date", "timestamp": "timestamp", "timestamptz": "timestamp", "bool": "boolean",
-            "bytea": "binary"}.get(pg_type, "text")
+    return {
+        "date": "date",
+        "timestamp": "timestamp",
+        "timestamptz": "timestamp",
+        "bool": "boolean",
+        "bytea": "binary",
+    }.get(pg_type, "text")
 
 
 def field_expression(dialect: str, ref: str, kind: str) -> str:

@@ -63,6 +63,7 @@ csv.field_size_limit(sys.maxsize)  # some DDL cells hold thousands of columns
 
 # ---- archives -----------------------------------------------------------------------------------
 
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -101,6 +102,7 @@ def unpack_archives(raw_root: Path, cache_dir: Path) -> dict[str, Path]:
 
 
 # ---- reading one table --------------------------------------------------------------------------
+
 
 @dataclass
 class RawTable:
@@ -208,8 +210,13 @@ def read_table_json(path: Path) -> dict:
 
 def _table_from_json(doc: dict) -> RawTable:
     cols = [(n, t.strip().upper(), True) for n, t in zip(doc["column_names"], doc["column_types"])]
-    return RawTable("", bare_name(doc["table_name"]), doc.get("table_fullname") or doc["table_name"], cols,
-                    rows=list(doc.get("sample_rows") or []))
+    return RawTable(
+        "",
+        bare_name(doc["table_name"]),
+        doc.get("table_fullname") or doc["table_name"],
+        cols,
+        rows=list(doc.get("sample_rows") or []),
+    )
 
 
 def _merge(ddl: RawTable, doc: dict) -> RawTable:
@@ -217,8 +224,9 @@ def _merge(ddl: RawTable, doc: dict) -> RawTable:
     json_types = {n.lower(): t.strip().upper() for n, t in zip(doc["column_names"], doc["column_types"])}
     cols = [(n, json_types.get(n.lower(), t), nullable) for n, t, nullable in ddl.columns]
     known = {n.lower() for n, _, _ in cols}
-    extra = [(n, t.strip().upper(), True) for n, t in zip(doc["column_names"], doc["column_types"])
-             if n.lower() not in known]
+    extra = [
+        (n, t.strip().upper(), True) for n, t in zip(doc["column_names"], doc["column_types"]) if n.lower() not in known
+    ]
     ddl.columns = cols + extra
     ddl.rows = list(doc.get("sample_rows") or [])
     if extra:
@@ -227,6 +235,7 @@ def _merge(ddl: RawTable, doc: dict) -> RawTable:
 
 
 # ---- reading one dataset folder -----------------------------------------------------------------
+
 
 def read_ddl_csv(path: Path) -> dict[str, tuple[str, str]]:
     """bare lower-cased table name -> (name as written, DDL text or '').
@@ -238,8 +247,10 @@ def read_ddl_csv(path: Path) -> dict[str, tuple[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         ddl_key = next((k for k in reader.fieldnames or () if k.lower() == "ddl"), None)
-        return {bare_name(r["table_name"]).lower(): (r["table_name"], (r.get(ddl_key) or "") if ddl_key else "")
-                for r in reader}
+        return {
+            bare_name(r["table_name"]).lower(): (r["table_name"], (r.get(ddl_key) or "") if ddl_key else "")
+            for r in reader
+        }
 
 
 def _from_ddl(text: str, dialect: str, notes: list[str]) -> RawTable | None:
@@ -274,8 +285,13 @@ def read_dataset(folder: Path, dialect: str) -> tuple[list[RawTable], list[dict]
         notes: list[str] = []
         parsed = _from_ddl(text, dialect, notes)
         if parsed is None:
-            decisions.append({"table": written, "decision": "table_dropped",
-                              "detail": f"in DDL.csv only, and its DDL gives no columns: {notes[0]}"})
+            decisions.append(
+                {
+                    "table": written,
+                    "decision": "table_dropped",
+                    "detail": f"in DDL.csv only, and its DDL gives no columns: {notes[0]}",
+                }
+            )
             continue
         parsed.notes.append("in DDL.csv only: no sample rows")
         tables.append(parsed)
@@ -432,6 +448,7 @@ def prepare_value(value, family: str, dialect: str):
 
 # ---- one database -------------------------------------------------------------------------------
 
+
 def _row_value(row: dict, name: str, lower: dict[str, str]):
     if name in row:
         return row[name]
@@ -442,8 +459,9 @@ def _row_value(row: dict, name: str, lower: dict[str, str]):
 def _nested_values(raw: list) -> tuple[list, list[str]]:
     pairs = [nested_json(v) if v is not None else (None, True) for v in raw]
     kept = sum(1 for _, parsed in pairs if not parsed)
-    return [text for text, _ in pairs], [f"{kept} nested value(s) are no JSON or Python repr: kept as JSON strings"
-                                         ] if kept else []
+    return [text for text, _ in pairs], [
+        f"{kept} nested value(s) are no JSON or Python repr: kept as JSON strings"
+    ] if kept else []
 
 
 def _column(name: str, declared: str, nullable: bool, raw: list, dialect: str) -> tuple[Column, list]:
@@ -461,19 +479,30 @@ def _column(name: str, declared: str, nullable: bool, raw: list, dialect: str) -
     return Column(name, declared, refined, rule, nullable, "; ".join(notes)), values
 
 
-def _primary_key(raw: RawTable, columns: list[Column], rows: list[tuple], decisions: list[dict],
-                 name: str) -> tuple[str, ...]:
+def _primary_key(
+    raw: RawTable, columns: list[Column], rows: list[tuple], decisions: list[dict], name: str
+) -> tuple[str, ...]:
     names = [c.name.lower() for c in columns]
     if not raw.primary_key or any(c.lower() not in names for c in raw.primary_key):
         if raw.primary_key:
-            decisions.append({"table": name, "decision": "primary_key_dropped",
-                              "detail": f"{raw.primary_key}: names a column the table does not have"})
+            decisions.append(
+                {
+                    "table": name,
+                    "decision": "primary_key_dropped",
+                    "detail": f"{raw.primary_key}: names a column the table does not have",
+                }
+            )
         return ()
     idx = [names.index(c.lower()) for c in raw.primary_key]
     keys = [tuple(r[i] for i in idx) for r in rows]
     if any(v is None for k in keys for v in k) or len(set(map(str, keys))) != len(keys):
-        decisions.append({"table": name, "decision": "primary_key_dropped",
-                          "detail": f"{raw.primary_key}: sample rows hold NULL or duplicate keys"})
+        decisions.append(
+            {
+                "table": name,
+                "decision": "primary_key_dropped",
+                "detail": f"{raw.primary_key}: sample rows hold NULL or duplicate keys",
+            }
+        )
         return ()
     return raw.primary_key
 
@@ -516,11 +545,20 @@ def _foreign_keys_of(raw: RawTable, names: dict[str, Table], decisions: list[dic
         ref = names.get(fk.ref_table.lower())
         ref_cols = fk.ref_columns or (ref.primary_key if ref else ())
         have = {c.name.lower() for c in names[name.lower()].columns}
-        ok = ref is not None and len(ref_cols) == len(fk.columns) and all(c.lower() in have for c in fk.columns) \
+        ok = (
+            ref is not None
+            and len(ref_cols) == len(fk.columns)
+            and all(c.lower() in have for c in fk.columns)
             and all(c.lower() in {x.name.lower() for x in ref.columns} for c in ref_cols)
+        )
         if not ok:
-            decisions.append({"table": name, "decision": "foreign_key_dropped",
-                              "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: no such table or columns"})
+            decisions.append(
+                {
+                    "table": name,
+                    "decision": "foreign_key_dropped",
+                    "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: no such table or columns",
+                }
+            )
             continue
         fks.append(ForeignKey(fk.columns, ref.name, tuple(ref_cols)))
     return tuple(fks)
@@ -546,8 +584,16 @@ def read_database(folder: Path, dialect: str, name: str, origin: str) -> SourceD
         table, table_rows = build_table(raw, tname, dialect, decisions)
         by_name[tname.lower()] = table
         rows[tname] = table_rows
-        decisions.append({"table": tname, "decision": "table_origin", "dataset": raw.dataset,
-                          "source_table": raw.name, "fullname": raw.fullname, "detail": "; ".join(raw.notes)})
+        decisions.append(
+            {
+                "table": tname,
+                "decision": "table_origin",
+                "dataset": raw.dataset,
+                "source_table": raw.name,
+                "fullname": raw.fullname,
+                "detail": "; ".join(raw.notes),
+            }
+        )
     for raw, tname in zip(raws, names):
         table = by_name[tname.lower()]
         fks = _foreign_keys_of(raw, by_name, decisions, tname)
@@ -557,12 +603,17 @@ def read_database(folder: Path, dialect: str, name: str, origin: str) -> SourceD
 
 def database_folders(roots: dict[str, Path]) -> list[tuple[str, str, Path]]:
     """(dialect, database name, folder) for every schema description, in a stable order."""
-    return [(dialect, p.name, p) for dialect in ("sqlite", "bigquery", "snowflake")
-            for p in sorted(roots[dialect].iterdir()) if p.is_dir()]
+    return [
+        (dialect, p.name, p)
+        for dialect in ("sqlite", "bigquery", "snowflake")
+        for p in sorted(roots[dialect].iterdir())
+        if p.is_dir()
+    ]
 
 
-def read_spider2_databases(raw_root: Path, cache_dir: Path, only: set[str] | None = None
-                           ) -> tuple[list[SourceDatabase], list[Rejection]]:
+def read_spider2_databases(
+    raw_root: Path, cache_dir: Path, only: set[str] | None = None
+) -> tuple[list[SourceDatabase], list[Rejection]]:
     """All Spider 2.0-Lite schema descriptions (or those named in `only`); one that cannot be read
     becomes a Rejection (subset "spider2", stage "read_database") instead of stopping the others."""
     roots = unpack_archives(raw_root, cache_dir)
@@ -574,12 +625,20 @@ def read_spider2_databases(raw_root: Path, cache_dir: Path, only: set[str] | Non
         try:
             databases.append(read_database(folder, dialect, name, origin))
         except (OSError, ValueError, KeyError) as exc:
-            rejections.append(Rejection("spider2", f"{dialect}/{name}", "read_database", "unreadable_description",
-                                        f"{type(exc).__name__}: {exc}"))
+            rejections.append(
+                Rejection(
+                    "spider2",
+                    f"{dialect}/{name}",
+                    "read_database",
+                    "unreadable_description",
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
     return databases, rejections
 
 
 # ---- normalizing and loading --------------------------------------------------------------------
+
 
 def schema_names(databases: list[SourceDatabase]) -> dict[str, str]:
     """database key -> target schema: `s2_<db>`, plus `_bq`/`_sf`/`_lite` for the ten names that
@@ -588,8 +647,10 @@ def schema_names(databases: list[SourceDatabase]) -> dict[str, str]:
     counts: dict[str, int] = {}
     for name in base.values():
         counts[name] = counts.get(name, 0) + 1
-    return {d.key + "|" + d.source_dialect: name if counts[name] == 1 else f"{name}_{SHORT[d.source_dialect]}"
-            for d, name in zip(databases, base.values())}
+    return {
+        d.key + "|" + d.source_dialect: name if counts[name] == 1 else f"{name}_{SHORT[d.source_dialect]}"
+        for d, name in zip(databases, base.values())
+    }
 
 
 def normalize_spider2(db: SourceDatabase, dialect: str, schemas: dict[str, str]) -> NormalizedDatabase:

@@ -101,6 +101,7 @@ def read_reference_results(raw_root: Path) -> dict[str, dict[str, str]]:
 
 # ---- the schema as sqlglot sees it --------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SchemaTable:
     name: str  # the table's name in SourceDatabase
@@ -141,7 +142,7 @@ def match_tables(table: exp.Table, tables: list[SchemaTable]) -> list[SchemaTabl
     found = []
     for t in tables:
         own = [p.lower() for p in t.parts]
-        if qualifiers and [p for p in own[:-1]][-len(qualifiers):] != qualifiers:
+        if qualifiers and [p for p in own[:-1]][-len(qualifiers) :] != qualifiers:
             continue
         if (last.endswith("*") and own[-1].startswith(last[:-1])) or own[-1] == last:
             found.append(t)
@@ -165,6 +166,7 @@ def _nest(schema: dict, parts: tuple[str, ...], columns: dict[str, str]) -> None
 
 # ---- analysing one gold query -------------------------------------------------------------------
 
+
 @dataclass
 class GoldAnalysis:
     tables: list[str] = field(default_factory=list)
@@ -179,12 +181,14 @@ def _cte_names(tree: exp.Expression) -> set[str]:
 
 def _base_tables(tree: exp.Expression) -> list[exp.Table]:
     ctes = _cte_names(tree)
-    return [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)
-            and not (not t.db and t.name.lower() in ctes)]
+    return [
+        t
+        for t in tree.find_all(exp.Table)
+        if isinstance(t.this, exp.Identifier) and not (not t.db and t.name.lower() in ctes)
+    ]
 
 
-def bind_tables(tree: exp.Expression, tables: list[SchemaTable], unresolved: list[str]
-                ) -> dict[int, list[SchemaTable]]:
+def bind_tables(tree: exp.Expression, tables: list[SchemaTable], unresolved: list[str]) -> dict[int, list[SchemaTable]]:
     """id(reference) -> matched schema tables; each matched reference is qualified in full in place."""
     bound = {}
     for ref in _base_tables(tree):
@@ -231,8 +235,14 @@ def analyse_gold(tree: exp.Expression, dialect: str, tables: list[SchemaTable]) 
     bound = bind_tables(tree, tables, out.unresolved)
     out.tables = sorted({_required_name(ref, bound[id(ref)]) for ref in _base_tables(tree) if id(ref) in bound})
     try:
-        qualify(tree, schema=_query_schema(tree, bound), dialect=dialect, validate_qualify_columns=False,
-                quote_identifiers=False, identify=False)
+        qualify(
+            tree,
+            schema=_query_schema(tree, bound),
+            dialect=dialect,
+            validate_qualify_columns=False,
+            quote_identifiers=False,
+            identify=False,
+        )
     except (sqlglot.errors.SqlglotError, KeyError, ValueError) as exc:
         out.error = f"{type(exc).__name__}: {str(exc)[:200]}"
         return out
@@ -254,6 +264,7 @@ def analyse_gold(tree: exp.Expression, dialect: str, tables: list[SchemaTable]) 
 
 
 # ---- transpiling to a target ----------------------------------------------------------------------
+
 
 def _mark_bound(tree: exp.Expression, tables: list[SchemaTable]) -> None:
     """Remember on each reference which schema table it names (meta survives copy(), ids do not)."""
@@ -314,14 +325,14 @@ def execute_on_samples(conn: psycopg.Connection, text: str) -> tuple[bool, str, 
             if cur.description is None:
                 return True, "", "", []
             cur.fetchall()
-            types = [getattr(conn.adapters.types.get(d.type_code), "name", str(d.type_code))
-                     for d in cur.description]
+            types = [getattr(conn.adapters.types.get(d.type_code), "name", str(d.type_code)) for d in cur.description]
         return True, "", "", types
     except psycopg.Error as exc:
         return False, exc.sqlstate or "", (exc.diag.message_primary or str(exc))[:300], []
 
 
 # ---- the task records -----------------------------------------------------------------------------
+
 
 def read_questions(raw_root: Path) -> list[dict]:
     with (Path(raw_root) / QUESTIONS).open(encoding="utf-8") as f:
@@ -404,32 +415,54 @@ def select_questions(raw_root: Path, databases) -> tuple[list[dict], list[Reject
         iid = q["instance_id"]
         dialect, resolved = question_database(q, databases)
         if resolved is None:
-            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "database_not_found",
-                                        f"no {dialect} schema description named {q['db']!r}"))
+            rejections.append(
+                Rejection(
+                    SUBSET,
+                    iid,
+                    "spider2_tasks",
+                    "database_not_found",
+                    f"no {dialect} schema description named {q['db']!r}",
+                )
+            )
         elif not (Path(raw_root) / GOLD_DIR / f"{iid}.sql").is_file():
-            rejections.append(Rejection(SUBSET, iid, "spider2_tasks", "no_gold_sql",
-                                        f"{GOLD_DIR}/{iid}.sql does not exist"))
+            rejections.append(
+                Rejection(SUBSET, iid, "spider2_tasks", "no_gold_sql", f"{GOLD_DIR}/{iid}.sql does not exist")
+            )
         else:
             kept.append(dict(q, resolved=resolved))
     return kept, rejections
 
 
-def question_task(raw_root: Path, q: dict, db: SourceDatabase, targets: _Targets,
-                  conn: psycopg.Connection | None = None) -> Spider2Task:
+def question_task(
+    raw_root: Path, q: dict, db: SourceDatabase, targets: _Targets, conn: psycopg.Connection | None = None
+) -> Spider2Task:
     """The task record of one kept question (see `select_questions`) on its database."""
     iid, dialect = q["instance_id"], question_dialect(q["instance_id"])
-    task = Spider2Task(iid, q["db"], q["resolved"], dialect, q["question"], q.get("external_knowledge"),
-                       _knowledge(raw_root, q.get("external_knowledge")),
-                       (Path(raw_root) / GOLD_DIR / f"{iid}.sql").read_text(encoding="utf-8"))
+    task = Spider2Task(
+        iid,
+        q["db"],
+        q["resolved"],
+        dialect,
+        q["question"],
+        q.get("external_knowledge"),
+        _knowledge(raw_root, q.get("external_knowledge")),
+        (Path(raw_root) / GOLD_DIR / f"{iid}.sql").read_text(encoding="utf-8"),
+    )
     _fill_gold(task, db, targets)
     if conn is not None and task.gold_postgres:
         task.executes_on_samples, task.sqlstate, task.execution_error, task.output_types = execute_on_samples(
-            conn, task.gold_postgres)
+            conn, task.gold_postgres
+        )
     return task
 
 
-def database_tasks(raw_root: Path, questions: list[dict], db: SourceDatabase, postgres: NormalizedDatabase,
-                   conn: psycopg.Connection | None = None) -> list[Spider2Task]:
+def database_tasks(
+    raw_root: Path,
+    questions: list[dict],
+    db: SourceDatabase,
+    postgres: NormalizedDatabase,
+    conn: psycopg.Connection | None = None,
+) -> list[Spider2Task]:
     """The task records of the questions on one database, whose PostgreSQL normalization `postgres` is
     loaded (its names and schema are reused, not computed again)."""
     targets = _Targets({db.key + "|" + db.source_dialect: postgres.schema_name})
@@ -437,8 +470,9 @@ def database_tasks(raw_root: Path, questions: list[dict], db: SourceDatabase, po
     return [question_task(raw_root, q, db, targets, conn) for q in questions]
 
 
-def build_tasks(raw_root: Path, databases: list[SourceDatabase], conn: psycopg.Connection | None = None
-                ) -> tuple[list[Spider2Task], list[Rejection]]:
+def build_tasks(
+    raw_root: Path, databases: list[SourceDatabase], conn: psycopg.Connection | None = None
+) -> tuple[list[Spider2Task], list[Rejection]]:
     """One Spider2Task per question with gold SQL and a resolvable database; a Rejection for every other.
 
     With `conn` (the databases loaded by `spider2.load_all`) the PostgreSQL gold is run on the samples.

@@ -90,16 +90,23 @@ def ingest_spider1(config: BuildConfig) -> SpiderInputs:
             databases[name] = path
         else:
             ddl_only = f"spider/database/{name}/{name}.sql" in paths
-            missing[name] = ("the raw sources hold only its DDL (no rows)" if ddl_only
-                             else "its SQLite file is not in the raw sources")
+            missing[name] = (
+                "the raw sources hold only its DDL (no rows)"
+                if ddl_only
+                else "its SQLite file is not in the raw sources"
+            )
     dev = read_spider_dev(paths["spider/dev.json"], paths["spider/dev_gold.sql"])
     train = [q for q in read_train_gold(paths["spider/train_gold.sql"]) if q.db_id in databases]
     questions = [q for q in dev if q.db_id in databases]
-    rejections = [Rejection("spider_plsql", q.source_id, "ingest", "database_missing", f"{q.db_id}: {missing[q.db_id]}")
-                  for q in dev if q.db_id not in databases]
+    rejections = [
+        Rejection("spider_plsql", q.source_id, "ingest", "database_missing", f"{q.db_id}: {missing[q.db_id]}")
+        for q in dev
+        if q.db_id not in databases
+    ]
     inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider1"]}
-    return SpiderInputs("spider_plsql", "spider1", databases, missing, questions, train, rejections,
-                        dict(sorted(inputs.items())))
+    return SpiderInputs(
+        "spider_plsql", "spider1", databases, missing, questions, train, rejections, dict(sorted(inputs.items()))
+    )
 
 
 def raw_root(config: BuildConfig) -> Path:
@@ -119,11 +126,13 @@ def ingest_spider2(config: BuildConfig) -> SpiderInputs:
     databases = {f"{dialect}.{name}": folder for dialect, name, folder in folders}
     questions, rejections = select_questions(root, {(dialect, name): None for dialect, name, _ in folders})
     inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider2_lite"]}
-    return SpiderInputs("spider2", "spider2_lite", databases, {}, questions, [], rejections,
-                        dict(sorted(inputs.items())))
+    return SpiderInputs(
+        "spider2", "spider2_lite", databases, {}, questions, [], rejections, dict(sorted(inputs.items()))
+    )
 
 
 # ---- one partition: one database in one dialect -----------------------------------------------
+
 
 @dataclass
 class DatabaseReport:
@@ -173,8 +182,10 @@ def load_reports(config: BuildConfig, inputs: SpiderInputs, dialect: str) -> dic
             continue
         reports[name] = pickle.loads(path.read_bytes())
     if absent:
-        raise FileNotFoundError(f"no normalized_databases/{dialect} result for {len(absent)} database(s), e.g. "
-                                f"{absent[:3]}: materialize those partitions first")
+        raise FileNotFoundError(
+            f"no normalized_databases/{dialect} result for {len(absent)} database(s), e.g. "
+            f"{absent[:3]}: materialize those partitions first"
+        )
     return reports
 
 
@@ -230,8 +241,9 @@ def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
     return problems
 
 
-def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dialect: str,
-                       engine, not_run: str = "") -> DatabaseReport:
+def normalize_database(
+    config: BuildConfig, inputs: SpiderInputs, name: str, dialect: str, engine, not_run: str = ""
+) -> DatabaseReport:
     """Emit, load and verify one database in one dialect; the report is saved too.
 
     `engine` is the dialect's engine, or None when it is not configured (`not_run` says why): Oracle
@@ -241,8 +253,17 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
     source = load_source(config, inputs, name)
     db = normalize(source, dialect)
     files = write_files(db, config.normalized_dir)
-    report = DatabaseReport(source.source, name, dialect, db.schema_name, len(db.tables), source.row_count(),
-                            db.ddl_text(), files, db.decisions)
+    report = DatabaseReport(
+        source.source,
+        name,
+        dialect,
+        db.schema_name,
+        len(db.tables),
+        source.row_count(),
+        db.ddl_text(),
+        files,
+        db.decisions,
+    )
     if dialect == "oracle":
         report.static_problems = oracle_static_problems(db)
     if engine is None:
@@ -253,22 +274,36 @@ def normalize_database(config: BuildConfig, inputs: SpiderInputs, name: str, dia
         with engine.session() as session:
             report.load = load_oracle(session, db)
             if report.load.loaded and inputs.source == "spider1":
-                report.equivalence = check_database(inputs.databases[name], normalize(source, "postgres"),
-                                                    _queries_of(inputs, name), session, oracle=db, target="oracle")
+                report.equivalence = check_database(
+                    inputs.databases[name],
+                    normalize(source, "postgres"),
+                    _queries_of(inputs, name),
+                    session,
+                    oracle=db,
+                    target="oracle",
+                )
     report.seconds = time.perf_counter() - start
     save_report(config, report)
     return report
 
 
-def _load_and_check_postgres(config: BuildConfig, inputs: SpiderInputs, name: str, source: SourceDatabase,
-                             db: NormalizedDatabase, engine: PostgresEngine, report: DatabaseReport) -> None:
+def _load_and_check_postgres(
+    config: BuildConfig,
+    inputs: SpiderInputs,
+    name: str,
+    source: SourceDatabase,
+    db: NormalizedDatabase,
+    engine: PostgresEngine,
+    report: DatabaseReport,
+) -> None:
     with engine.connection() as conn:
         report.load = load_postgres(conn, db)
         if inputs.source == "spider2_lite":
             from plbench.spider.spider2_tasks import database_tasks
 
-            report.spider2_tasks = database_tasks(raw_root(config), spider2_questions_of(inputs, name), source, db,
-                                                  conn if report.load.loaded else None)
+            report.spider2_tasks = database_tasks(
+                raw_root(config), spider2_questions_of(inputs, name), source, db, conn if report.load.loaded else None
+            )
     if report.load.loaded and inputs.source == "spider1":
         with engine.session(reads=(db.schema_name,)) as session:
             report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
@@ -322,8 +357,13 @@ def _equivalence_by_query(reports: dict[str, DatabaseReport]) -> dict[tuple[str,
     return {(r.query.split, r.query.source_id): r for rep in reports.values() for r in rep.equivalence}
 
 
-def build_spider_plsql(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport],
-                       oracle: dict[str, DatabaseReport], engine: PostgresEngine) -> SpiderTasks:
+def build_spider_plsql(
+    config: BuildConfig,
+    inputs: SpiderInputs,
+    pg: dict[str, DatabaseReport],
+    oracle: dict[str, DatabaseReport],
+    engine: PostgresEngine,
+) -> SpiderTasks:
     """A task per dev question and dialect whose reference block reproduces the gold output on PostgreSQL."""
     start = time.perf_counter()
     out = SpiderTasks(inputs.subset)
@@ -331,23 +371,41 @@ def build_spider_plsql(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, 
     passed = 0
     for name in sorted({q.db_id for q in inputs.questions}):
         questions = [q for q in inputs.questions if q.db_id == name]
-        with contextlib.closing(connect_readonly(inputs.databases[name])) as source, \
-                engine.session(reads=(pg[name].schema_name,)) as session:
+        with (
+            contextlib.closing(connect_readonly(inputs.databases[name])) as source,
+            engine.session(reads=(pg[name].schema_name,)) as session,
+        ):
             for q in questions:
                 try:
-                    rows, rejections = _question_rows(q, source, session, pg[name], oracle.get(name),
-                                                      equivalence.get(("dev", q.source_id)), engine.version())
+                    rows, rejections = _question_rows(
+                        q,
+                        source,
+                        session,
+                        pg[name],
+                        oracle.get(name),
+                        equivalence.get(("dev", q.source_id)),
+                        engine.version(),
+                    )
                 except TaskBuildError as exc:
-                    out.rejections.append(Rejection(inputs.subset, q.source_id, "spider_tasks", exc.reason_code,
-                                                    exc.detail[:1000]))
+                    out.rejections.append(
+                        Rejection(inputs.subset, q.source_id, "spider_tasks", exc.reason_code, exc.detail[:1000])
+                    )
                     continue
                 out.rows += rows
-                out.rejections += [Rejection(inputs.subset, q.source_id, "spider_tasks", code, detail[:1000],
-                                             dialect=dialect) for dialect, code, detail in rejections]
+                out.rejections += [
+                    Rejection(inputs.subset, q.source_id, "spider_tasks", code, detail[:1000], dialect=dialect)
+                    for dialect, code, detail in rejections
+                ]
                 passed += 1
-    out.validation = {"postgres": {"ran": True, "engine": engine.version(), "passed": passed,
-                                   "failed": len(inputs.questions) - passed},
-                      "oracle": _validate_on_oracle(config, inputs, out)}
+    out.validation = {
+        "postgres": {
+            "ran": True,
+            "engine": engine.version(),
+            "passed": passed,
+            "failed": len(inputs.questions) - passed,
+        },
+        "oracle": _validate_on_oracle(config, inputs, out),
+    }
     out.seconds = time.perf_counter() - start
     return out
 
@@ -370,8 +428,16 @@ def _validate_on_oracle(config: BuildConfig, inputs: SpiderInputs, out: SpiderTa
                     why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
                     if why:
                         failed.add(row["task_id"])
-                        out.rejections.append(Rejection(inputs.subset, row["source_id"], "spider_tasks",
-                                                        "oracle_reference_failed", why[:1000], dialect="oracle"))
+                        out.rejections.append(
+                            Rejection(
+                                inputs.subset,
+                                row["source_id"],
+                                "spider_tasks",
+                                "oracle_reference_failed",
+                                why[:1000],
+                                dialect="oracle",
+                            )
+                        )
                     else:
                         row.update(replay_status="passed", replay_engine=engine.version(), replay_detail=None)
         out.rows = [r for r in out.rows if not (r["dialect"] == "oracle" and r["task_id"] in failed)]
@@ -391,8 +457,9 @@ def _oracle_verdict(session, row: dict) -> str:
     return f"expected {expected['expected_lines'][:5]}, printed {printed.lines[:5]}"
 
 
-def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None,
-                   equivalence, engine_version: str) -> tuple[list[dict], list[tuple[str, str, str]]]:
+def _question_rows(
+    q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None, equivalence, engine_version: str
+) -> tuple[list[dict], list[tuple[str, str, str]]]:
     """The question's rows, and (dialect, reason, detail) for a dialect that does not release it.
 
     Raises TaskBuildError when no dialect can release it (the PostgreSQL reference fails)."""
@@ -412,8 +479,9 @@ def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: Da
     if not printed.ok:
         raise TaskBuildError("reference_block_failed", f"{printed.error}")
     if not outputs_match(reference, printed.lines):
-        raise TaskBuildError("reference_output_mismatch",
-                             f"expected {list(reference.lines)[:5]}, printed {printed.lines[:5]}")
+        raise TaskBuildError(
+            "reference_output_mismatch", f"expected {list(reference.lines)[:5]}, printed {printed.lines[:5]}"
+        )
     rows = [_task_row(q, "postgres", pg, pg_block, reference, "passed", engine_version, "")]
     ora_sql = equivalence.oracle_sql
     if not ora_sql or oracle is None:
@@ -429,24 +497,53 @@ def _question_rows(q: GoldQuery, source, session, pg: DatabaseReport, oracle: Da
     return rows, []
 
 
-def _task_row(q: GoldQuery, dialect: str, db: DatabaseReport, block: str, reference: ReferenceOutput,
-              status: str, engine: str | None, detail: str) -> dict:
+def _task_row(
+    q: GoldQuery,
+    dialect: str,
+    db: DatabaseReport,
+    block: str,
+    reference: ReferenceOutput,
+    status: str,
+    engine: str | None,
+    detail: str,
+) -> dict:
     from plbench import __version__
 
     expected = {"expected_lines": list(reference.lines), "ordered": reference.ordered}
     return {
-        "task_id": f"spider_plsql/{q.source_id}", "subset": "spider_plsql", "dialect": dialect,
-        "source_dataset": "Spider 1.0 dev", "source_id": q.source_id, "database": q.db_id,
-        "prompt": prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered), "entry_point": None,
-        "signature": None, "setup_sql": None, "scaffold": SCAFFOLDS[dialect], "reference_code": block,
-        "python_reference": None, "test_block": None, "test_cases": json.dumps(expected, ensure_ascii=False),
+        "task_id": f"spider_plsql/{q.source_id}",
+        "subset": "spider_plsql",
+        "dialect": dialect,
+        "source_dataset": "Spider 1.0 dev",
+        "source_id": q.source_id,
+        "database": q.db_id,
+        "prompt": prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered),
+        "entry_point": None,
+        "signature": None,
+        "setup_sql": None,
+        "scaffold": SCAFFOLDS[dialect],
+        "reference_code": block,
+        "python_reference": None,
+        "test_block": None,
+        "test_cases": json.dumps(expected, ensure_ascii=False),
         "comparison": json.dumps({"ordered": reference.ordered, "output_format": "plbench.spider.output_format"}),
-        "difficulty": None, "turns": 1, "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
-        "reasoning_types": [], "tables_required": [], "columns_required": [],
-        "replay_status": status, "replay_engine": engine, "replay_detail": detail or None,
-        "mutants_total": None, "mutants_killed": None, "crosscheck_status": "not_run",
-        "crosscheck_detail": "the crosscheck stage covers MBPP tasks", "notes": [], "raw_sha256": None,
-        "builder_version": __version__, "build_id": None,
+        "difficulty": None,
+        "turns": 1,
+        "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
+        "reasoning_types": [],
+        "tables_required": [],
+        "columns_required": [],
+        "replay_status": status,
+        "replay_engine": engine,
+        "replay_detail": detail or None,
+        "mutants_total": None,
+        "mutants_killed": None,
+        "crosscheck_status": "not_run",
+        "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
+        "notes": [],
+        "raw_sha256": None,
+        "builder_version": __version__,
+        "build_id": None,
     }
 
 
@@ -454,12 +551,15 @@ def _task_row(q: GoldQuery, dialect: str, db: DatabaseReport, block: str, refere
 
 MAX_PROMPT_SCHEMA_BYTES = 64 * 1024  # larger schemas (hundreds of date shards) are listed by table name
 
-SPIDER2_NOT_RUN = ("only sample rows of the source database are available, so no block can reproduce the "
-                   "official result on them; the reference output is the official result file")
+SPIDER2_NOT_RUN = (
+    "only sample rows of the source database are available, so no block can reproduce the "
+    "official result on them; the reference output is the official result file"
+)
 
 
-def build_spider2(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport],
-                  oracle: dict[str, DatabaseReport]) -> SpiderTasks:
+def build_spider2(
+    config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport], oracle: dict[str, DatabaseReport]
+) -> SpiderTasks:
     """A row per Spider 2.0-Lite question with gold SQL and dialect whose gold transpiles (and, for Oracle,
     parses), with tables/columns required and the official result; recorded as not_run (see SPIDER2_NOT_RUN)."""
     from plbench.spider.spider2_tasks import read_reference_results
@@ -470,9 +570,16 @@ def build_spider2(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, Datab
     for name in sorted(pg):
         load = pg[name].load
         if not (load and load.verified):
-            out.rejections += [Rejection("spider2", t.instance_id, "spider2_tasks", "database_not_loaded",
-                                         f"{name}: {load.error if load else pg[name].not_run}"[:1000])
-                               for t in pg[name].spider2_tasks]
+            out.rejections += [
+                Rejection(
+                    "spider2",
+                    t.instance_id,
+                    "spider2_tasks",
+                    "database_not_loaded",
+                    f"{name}: {load.error if load else pg[name].not_run}"[:1000],
+                )
+                for t in pg[name].spider2_tasks
+            ]
             continue
         for task in pg[name].spider2_tasks:
             task.reference_results = results.get(task.instance_id, {})
@@ -480,8 +587,10 @@ def build_spider2(config: BuildConfig, inputs: SpiderInputs, pg: dict[str, Datab
             out.rows += rows
             out.rejections += rejections
     on_samples = [t for rep in pg.values() for t in rep.spider2_tasks if t.executes_on_samples is not None]
-    reason = f"{SPIDER2_NOT_RUN}; the transpiled gold ran without error on the samples for " \
-             f"{sum(t.executes_on_samples for t in on_samples)} of {len(on_samples)} questions"
+    reason = (
+        f"{SPIDER2_NOT_RUN}; the transpiled gold ran without error on the samples for "
+        f"{sum(t.executes_on_samples for t in on_samples)} of {len(on_samples)} questions"
+    )
     out.validation = {"postgres": {"ran": False, "reason": reason}, "oracle": {"ran": False, "reason": reason}}
     out.seconds = time.perf_counter() - start
     return out
@@ -497,8 +606,9 @@ def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tu
         return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
     rows = [_spider2_row(task, "postgres", pg, _spider2_reference(task, "postgres"))]
     if oracle is None or not task.oracle_parses:
-        return rows, [reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse",
-                             "oracle")]
+        return rows, [
+            reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse", "oracle")
+        ]
     return rows + [_spider2_row(task, "oracle", oracle, _spider2_reference(task, "oracle"))], []
 
 
@@ -510,8 +620,7 @@ def _spider2_reference(task, dialect: str) -> str:
         return gold
     kinds = [type_class(t) for t in task.output_types]
     try:
-        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(
-            gold, kinds)
+        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(gold, kinds)
     except (TaskBuildError, sqlglot.errors.SqlglotError):
         return gold
 
@@ -520,8 +629,10 @@ def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
     if len(ddl.encode()) <= MAX_PROMPT_SCHEMA_BYTES:
         return ddl
     names = re.findall(r"^CREATE TABLE (\S+)", ddl, re.M)
-    return (f"-- {report.tables} tables; the full DDL is the `ddl` of database {report.name} in databases.parquet\n"
-            + "\n".join(f"-- {n}" for n in names))
+    return (
+        f"-- {report.tables} tables; the full DDL is the `ddl` of database {report.name} in databases.parquet\n"
+        + "\n".join(f"-- {n}" for n in names)
+    )
 
 
 def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
@@ -531,26 +642,47 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
     if task.external_knowledge:
         question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
     ordered = _gold_ordered(gold, dialect)
-    executed = ("not run" if task.executes_on_samples is None else "yes" if task.executes_on_samples
-                else f"no ({task.sqlstate}: {task.execution_error})")
+    executed = (
+        "not run"
+        if task.executes_on_samples is None
+        else "yes"
+        if task.executes_on_samples
+        else f"no ({task.sqlstate}: {task.execution_error})"
+    )
     return {
-        "task_id": f"spider2/{task.instance_id}", "subset": "spider2", "dialect": dialect,
-        "source_dataset": f"Spider 2.0-Lite ({task.source_dialect})", "source_id": task.instance_id,
-        "database": db.name, "prompt": prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
-        "entry_point": None, "signature": None, "setup_sql": None, "scaffold": SCAFFOLDS[dialect],
-        "reference_code": gold, "python_reference": None, "test_block": None,
-        "test_cases": json.dumps({"reference_results": task.reference_results, "ordered": ordered},
-                                 ensure_ascii=False),
+        "task_id": f"spider2/{task.instance_id}",
+        "subset": "spider2",
+        "dialect": dialect,
+        "source_dataset": f"Spider 2.0-Lite ({task.source_dialect})",
+        "source_id": task.instance_id,
+        "database": db.name,
+        "prompt": prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
+        "entry_point": None,
+        "signature": None,
+        "setup_sql": None,
+        "scaffold": SCAFFOLDS[dialect],
+        "reference_code": gold,
+        "python_reference": None,
+        "test_block": None,
+        "test_cases": json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
         "comparison": json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
-        "difficulty": None, "turns": 1, "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
-        "reasoning_types": [], **_required_in_target_names(task, db), "replay_status": "not_run",
+        "difficulty": None,
+        "turns": 1,
+        "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
+        "reasoning_types": [],
+        **_required_in_target_names(task, db),
+        "replay_status": "not_run",
         "replay_engine": None,
         "replay_detail": f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
-        "mutants_total": None, "mutants_killed": None, "crosscheck_status": "not_run",
+        "mutants_total": None,
+        "mutants_killed": None,
+        "crosscheck_status": "not_run",
         "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
         "notes": [f"unresolved name: {n}" for n in task.unresolved]
         + ([f"transpile: {task.transpile_error}"] if task.transpile_error else []),
-        "raw_sha256": None, "builder_version": __version__, "build_id": None,
+        "raw_sha256": None,
+        "builder_version": __version__,
+        "build_id": None,
     }
 
 
@@ -570,8 +702,10 @@ def _required_in_target_names(task, db: DatabaseReport) -> dict:
         source, target = table(full)
         return f"{target}.{columns.get((source, col.lower()), col)}"
 
-    return {"tables_required": sorted({table(t)[1] for t in task.tables_required}),
-            "columns_required": sorted({column(c) for c in task.columns_required})}
+    return {
+        "tables_required": sorted({table(t)[1] for t in task.tables_required}),
+        "columns_required": sorted({column(c) for c in task.columns_required}),
+    }
 
 
 def _gold_ordered(gold: str, dialect: str) -> bool:

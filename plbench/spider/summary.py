@@ -9,20 +9,47 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-GOLD_SCHEMA = pa.schema([
-    ("source", pa.string()), ("split", pa.string()), ("source_id", pa.string()), ("db_id", pa.string()),
-    ("class", pa.string()), ("sql", pa.string()), ("postgres_sql", pa.string()), ("oracle_sql", pa.string()),
-    ("oracle_error", pa.string()), ("sqlstate", pa.string()), ("detail", pa.string()),
-    ("source_rows", pa.int64()), ("target_rows", pa.int64()),
-])
-DATABASE_SCHEMA = pa.schema([
-    ("source", pa.string()), ("database", pa.string()), ("dialect", pa.string()), ("schema_name", pa.string()),
-    ("tables", pa.int32()), ("rows", pa.int64()), ("ddl", pa.string()), ("ddl_path", pa.string()),
-    ("ddl_sha256", pa.string()), ("data_path", pa.string()), ("data_sha256", pa.string()),
-    ("loaded", pa.bool_()), ("verified", pa.bool_()), ("load_error", pa.string()), ("not_run", pa.string()),
-    ("table_checksums", pa.string()), ("gold_total", pa.int32()), ("gold_identical", pa.int32()),
-    ("decisions", pa.string()), ("static_problems", pa.list_(pa.string())),
-])
+GOLD_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("split", pa.string()),
+        ("source_id", pa.string()),
+        ("db_id", pa.string()),
+        ("class", pa.string()),
+        ("sql", pa.string()),
+        ("postgres_sql", pa.string()),
+        ("oracle_sql", pa.string()),
+        ("oracle_error", pa.string()),
+        ("sqlstate", pa.string()),
+        ("detail", pa.string()),
+        ("source_rows", pa.int64()),
+        ("target_rows", pa.int64()),
+    ]
+)
+DATABASE_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("database", pa.string()),
+        ("dialect", pa.string()),
+        ("schema_name", pa.string()),
+        ("tables", pa.int32()),
+        ("rows", pa.int64()),
+        ("ddl", pa.string()),
+        ("ddl_path", pa.string()),
+        ("ddl_sha256", pa.string()),
+        ("data_path", pa.string()),
+        ("data_sha256", pa.string()),
+        ("loaded", pa.bool_()),
+        ("verified", pa.bool_()),
+        ("load_error", pa.string()),
+        ("not_run", pa.string()),
+        ("table_checksums", pa.string()),
+        ("gold_total", pa.int32()),
+        ("gold_identical", pa.int32()),
+        ("decisions", pa.string()),
+        ("static_problems", pa.list_(pa.string())),
+    ]
+)
 
 
 @dataclass
@@ -32,6 +59,7 @@ class NormalizationSummary:
     gold_rows: list[dict] = field(default_factory=list)  # gold_queries.parquet
     failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it did not load
     unverified: dict[str, list[str]] = field(default_factory=dict)  # loaded, but these tables differ
+
     def dev_equivalence_rate(self) -> float | None:
         """Identical dev gold queries on PostgreSQL over all of them, from the manifest section."""
         counts = [s["gold_equivalence"]["postgres"] for s in self.manifest.values() if "gold_equivalence" in s]
@@ -52,14 +80,26 @@ def database_row(report) -> dict:
     load = report.load
     counts = report.equivalence_counts("dev") if report.equivalence else {"total": None, "identical": None}
     return {
-        "source": report.source, "database": report.name, "dialect": report.dialect,
-        "schema_name": report.schema_name, "tables": report.tables, "rows": report.rows, "ddl": report.ddl,
-        "ddl_path": ddl_path, "ddl_sha256": ddl_sha, "data_path": data_path, "data_sha256": data_sha,
-        "loaded": load.loaded if load else None, "verified": load.verified if load else None,
-        "load_error": (load.error or None) if load else None, "not_run": report.not_run or None,
+        "source": report.source,
+        "database": report.name,
+        "dialect": report.dialect,
+        "schema_name": report.schema_name,
+        "tables": report.tables,
+        "rows": report.rows,
+        "ddl": report.ddl,
+        "ddl_path": ddl_path,
+        "ddl_sha256": ddl_sha,
+        "data_path": data_path,
+        "data_sha256": data_sha,
+        "loaded": load.loaded if load else None,
+        "verified": load.verified if load else None,
+        "load_error": (load.error or None) if load else None,
+        "not_run": report.not_run or None,
         "table_checksums": json.dumps({t: v["checksum"] for t, v in load.tables.items()}, sort_keys=True)
-        if load else None,
-        "gold_total": counts["total"], "gold_identical": counts["identical"],
+        if load
+        else None,
+        "gold_total": counts["total"],
+        "gold_identical": counts["identical"],
         "decisions": json.dumps(report.decisions, sort_keys=True, default=str),
         "static_problems": list(report.static_problems),
     }
@@ -84,20 +124,30 @@ def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, s
         elif not report.load.verified:
             failed[name] = f"loaded, but row counts or checksums differ in tables {report.load.mismatches()}"
     oracle_loaded = {name: r for name, r in oracle.items() if r.load is not None}
-    execution = {"ran": True} if oracle_loaded else \
-        {"ran": False, "reason": next((r.not_run for r in oracle.values() if r.not_run), "")}
+    execution = (
+        {"ran": True}
+        if oracle_loaded
+        else {"ran": False, "reason": next((r.not_run for r in oracle.values() if r.not_run), "")}
+    )
     section = {
         "databases": len(inputs.databases) + len(inputs.missing),
         "loaded": {"postgres": sum(1 for r in pg.values() if r.load.verified)},
         "failed": dict(sorted(failed.items())),
-        "tables": sum(r.tables for r in pg.values()), "rows": sum(r.rows for r in pg.values()),
-        "oracle": {"emitted": len(oracle), "execution": execution,
-                   "static_problems": sum(len(r.static_problems) for r in oracle.values())},
+        "tables": sum(r.tables for r in pg.values()),
+        "rows": sum(r.rows for r in pg.values()),
+        "oracle": {
+            "emitted": len(oracle),
+            "execution": execution,
+            "static_problems": sum(len(r.static_problems) for r in oracle.values()),
+        },
     }
     if oracle_loaded:  # row counts only: checksums are compared on PostgreSQL (plbench.normalize.load)
         section["loaded"]["oracle"] = sum(1 for r in oracle_loaded.values() if r.load.verified)
-        section["oracle"]["failed"] = {n: r.load.error or f"row counts differ in {r.load.mismatches()}"
-                                       for n, r in sorted(oracle_loaded.items()) if not r.load.verified}
+        section["oracle"]["failed"] = {
+            n: r.load.error or f"row counts differ in {r.load.mismatches()}"
+            for n, r in sorted(oracle_loaded.items())
+            if not r.load.verified
+        }
     if inputs.source == "spider1":
         targets = {"postgres": pg, **({"oracle": oracle_loaded} if oracle_loaded else {})}
         section["gold_equivalence"] = {d: _equivalence(r, "dev") for d, r in targets.items()}
@@ -106,8 +156,11 @@ def _source_section(inputs, reports: dict[str, dict]) -> tuple[dict, dict[str, s
 
 
 def _unverified(inputs, pg: dict) -> dict[str, list[str]]:
-    return {f"{inputs.source}.{name}": r.load.mismatches() for name, r in pg.items()
-            if r.load.loaded and not r.load.verified}
+    return {
+        f"{inputs.source}.{name}": r.load.mismatches()
+        for name, r in pg.items()
+        if r.load.loaded and not r.load.verified
+    }
 
 
 def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]]) -> NormalizationSummary:
@@ -120,7 +173,9 @@ def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]])
         summary.unverified.update(_unverified(inputs, reports[inputs.source]["postgres"]))
         for dialect in sorted(reports[inputs.source]):
             summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][dialect].items())]
-        summary.gold_rows += [{k: None if v == "" else v for k, v in dict(r.as_row(), source=inputs.source).items()}
-                              for _, rep in sorted(reports[inputs.source]["postgres"].items())
-                              for r in rep.equivalence]
+        summary.gold_rows += [
+            {k: None if v == "" else v for k, v in dict(r.as_row(), source=inputs.source).items()}
+            for _, rep in sorted(reports[inputs.source]["postgres"].items())
+            for r in rep.equivalence
+        ]
     return summary

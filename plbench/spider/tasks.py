@@ -58,9 +58,11 @@ def postgres_reference_block(query: str, kinds: list[str]) -> str:
     """A DO block looping over the query (its columns renamed c1..cn) and printing each row."""
     names = [f"c{i}" for i in range(1, len(kinds) + 1)]
     line = line_expression("postgres", [f"r.{n}" for n in names], kinds)
-    return (f"DO $plbench$\nDECLARE\n  r record;\nBEGIN\n"
-            f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(names)}) LOOP\n"
-            f"    RAISE NOTICE '%', {line};\n  END LOOP;\nEND\n$plbench$;")
+    return (
+        f"DO $plbench$\nDECLARE\n  r record;\nBEGIN\n"
+        f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(names)}) LOOP\n"
+        f"    RAISE NOTICE '%', {line};\n  END LOOP;\nEND\n$plbench$;"
+    )
 
 
 def _outermost_select(tree: exp.Expression) -> exp.Select:
@@ -101,19 +103,28 @@ def ddl_schema(ddl: str, dialect: str) -> dict[str, dict[str, str]]:
     schema = {}
     for statement in sqlglot.parse(ddl, read=dialect):
         if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
-            schema[statement.this.this.name] = {c.name: c.args["kind"].sql(dialect) for c in statement.this.expressions
-                                                if isinstance(c, exp.ColumnDef)}
+            schema[statement.this.this.name] = {
+                c.name: c.args["kind"].sql(dialect) for c in statement.this.expressions if isinstance(c, exp.ColumnDef)
+            }
     return schema
 
 
 def expand_stars(query: str, ddl: str, dialect: str) -> str:
     """`SELECT *` spelled out from the schema, so each output column can be named (see alias_outputs)."""
     tree = sqlglot.parse_one(query, read=dialect)
-    if not any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
-               for p in _outermost_select(tree).expressions):
+    if not any(
+        isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+        for p in _outermost_select(tree).expressions
+    ):
         return query
-    qualified = qualify(tree, schema=ddl_schema(ddl, dialect), dialect=dialect, expand_stars=True,
-                        validate_qualify_columns=False, identify=False)
+    qualified = qualify(
+        tree,
+        schema=ddl_schema(ddl, dialect),
+        dialect=dialect,
+        expand_stars=True,
+        validate_qualify_columns=False,
+        identify=False,
+    )
     return qualified.sql(dialect=dialect)
 
 
@@ -132,8 +143,9 @@ def output_kinds(result: QueryResult) -> list[str]:
 
 def prompt(question: str, database: str, dialect: str, schema_ddl: str, ordered: bool) -> str:
     language, block, printer = DIALECT_BLOCKS[dialect]
-    order = ("Print the rows in the order the question asks for." if ordered
-             else "The order of the rows does not matter.")
+    order = (
+        "Print the rows in the order the question asks for." if ordered else "The order of the rows does not matter."
+    )
     return (
         f"Database `{database}` ({'PostgreSQL' if dialect == 'postgres' else 'Oracle'}). Its tables:\n\n"
         f"{schema_ddl.strip()}\n\n"

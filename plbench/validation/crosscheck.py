@@ -68,13 +68,27 @@ HINT_LEVELS = {
 }
 MAX_TEST_HINTS = 25  # MBPP+ tasks have ~100 inputs; the first ones show the behaviour well enough
 
-COMPARISON_SCHEMA = pa.schema([
-    ("candidate", pa.int32()), ("task_id", pa.string()), ("subset", pa.string()), ("dialect", pa.string()),
-    ("case", pa.int32()), ("verdict", pa.string()), ("category", pa.string()), ("detail", pa.string()),
-    ("expected", pa.string()), ("reference_status", pa.string()), ("reference_output", pa.string()),
-    ("reference_detail", pa.string()), ("candidate_passes", pa.bool_()), ("reference_passes", pa.bool_()),
-    ("agree", pa.bool_()), ("conclusive", pa.bool_()), ("cause", pa.string()),
-])
+COMPARISON_SCHEMA = pa.schema(
+    [
+        ("candidate", pa.int32()),
+        ("task_id", pa.string()),
+        ("subset", pa.string()),
+        ("dialect", pa.string()),
+        ("case", pa.int32()),
+        ("verdict", pa.string()),
+        ("category", pa.string()),
+        ("detail", pa.string()),
+        ("expected", pa.string()),
+        ("reference_status", pa.string()),
+        ("reference_output", pa.string()),
+        ("reference_detail", pa.string()),
+        ("candidate_passes", pa.bool_()),
+        ("reference_passes", pa.bool_()),
+        ("agree", pa.bool_()),
+        ("conclusive", pa.bool_()),
+        ("cause", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +104,7 @@ class Rules:
     def of(cls, task: dict) -> Rules:
         comparison = json.loads(task["comparison"])
         returns = json.loads(task["signature"])["returns"]["python_type"]
-        return cls(comparison["atol"], comparison["rtol"], comparison["unordered"],
-                   returns.split(" | ")[0] == "bool")
+        return cls(comparison["atol"], comparison["rtol"], comparison["unordered"], returns.split(" | ")[0] == "bool")
 
 
 def _frozen(value: Any) -> Any:
@@ -107,7 +120,8 @@ def _frozen(value: Any) -> Any:
 
 def _numbers(a: Any, b: Any) -> bool:
     return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and (
-        isinstance(a, float) or isinstance(b, float))
+        isinstance(a, float) or isinstance(b, float)
+    )
 
 
 def outputs_agree(actual: Any, expected: Any, rules: Rules) -> bool:
@@ -138,6 +152,7 @@ def _same(a: Any, b: Any, rules: Rules) -> bool:
 
 # ---- reference side --------------------------------------------------------
 
+
 def task_cases(task: dict) -> list[tuple[tuple, Any]]:
     """(Python arguments, expected value) of every case of a release row."""
     return [(tuple(values.decode(c["args"])), values.decode(c["expected"])) for c in json.loads(task["test_cases"])]
@@ -164,6 +179,7 @@ def run_references(tasks: list[dict], limits: SandboxLimits, workers: int = 2) -
 
 
 # ---- comparison ------------------------------------------------------------
+
 
 def _candidate_cause(row: dict) -> str | None:
     verdict = row["verdict"]
@@ -196,23 +212,37 @@ def compare_cases(index: int, task: dict, case_rows: list[dict], reference: Sand
         outcome, ref_cause = _reference_outcome(reference, row["case"])
         cand_cause = _candidate_cause(row)
         cause = "harness_error" if cand_cause == "harness_error" else ref_cause or cand_cause
-        ref_passes = outcome is not None and outcome.status == "ok" and outputs_agree(
-            outcome.value, expected[row["case"] - 1], rules)
+        ref_passes = (
+            outcome is not None
+            and outcome.status == "ok"
+            and outputs_agree(outcome.value, expected[row["case"] - 1], rules)
+        )
         cand_passes = row["verdict"] == "PASS"
-        rows.append({
-            **{k: row[k] for k in ("task_id", "subset", "dialect", "case", "verdict", "category", "detail")},
-            "candidate": index, "expected": values.dumps(expected[row["case"] - 1]),
-            "reference_status": outcome.status if outcome else (ref_cause or "").removeprefix("python_reference_"),
-            "reference_output": values.dumps(outcome.value) if outcome and outcome.status == "ok" else None,
-            "reference_detail": (outcome.detail if outcome else reference.detail if reference else "")[:500],
-            "candidate_passes": cand_passes, "reference_passes": ref_passes, "agree": cand_passes == ref_passes,
-            "conclusive": cause is None, "cause": cause,
-        })
+        rows.append(
+            {
+                **{k: row[k] for k in ("task_id", "subset", "dialect", "case", "verdict", "category", "detail")},
+                "candidate": index,
+                "expected": values.dumps(expected[row["case"] - 1]),
+                "reference_status": outcome.status if outcome else (ref_cause or "").removeprefix("python_reference_"),
+                "reference_output": values.dumps(outcome.value) if outcome and outcome.status == "ok" else None,
+                "reference_detail": (outcome.detail if outcome else reference.detail if reference else "")[:500],
+                "candidate_passes": cand_passes,
+                "reference_passes": ref_passes,
+                "agree": cand_passes == ref_passes,
+                "conclusive": cause is None,
+                "cause": cause,
+            }
+        )
     return rows
 
 
-def crosscheck(tasks: dict[tuple[str, str], dict], candidates: list[Candidate], engines: dict[str, Engine],
-               limits: SandboxLimits = SandboxLimits(), workers: int = 2) -> list[dict]:
+def crosscheck(
+    tasks: dict[tuple[str, str], dict],
+    candidates: list[Candidate],
+    engines: dict[str, Engine],
+    limits: SandboxLimits = SandboxLimits(),
+    workers: int = 2,
+) -> list[dict]:
     """Comparison rows of every candidate whose dialect has an engine (see the module docstring)."""
     unknown = sorted({f"{c.task_id} ({c.dialect})" for c in candidates if (c.task_id, c.dialect) not in tasks})
     if unknown:  # said before the references run, which can take minutes on a full release
@@ -227,6 +257,7 @@ def crosscheck(tasks: dict[tuple[str, str], dict], candidates: list[Candidate], 
 
 # ---- figures ---------------------------------------------------------------
 
+
 def _share(flags: list[bool]) -> dict:
     return {"agree": sum(flags), "of": len(flags), "rate": round(sum(flags) / len(flags), 4) if flags else None}
 
@@ -240,9 +271,18 @@ def _per_candidate(rows: list[dict]) -> list[dict]:
     for index, cases in sorted(by_candidate.items()):
         causes = Counter(c["cause"] for c in cases if c["cause"])
         cand, ref = all(c["candidate_passes"] for c in cases), all(c["reference_passes"] for c in cases)
-        out.append({"candidate": index, "task_id": cases[0]["task_id"], "key": _key(cases[0]),
-                    "candidate_passes_all": cand, "reference_passes_all": ref, "agree": cand == ref,
-                    "conclusive": not causes, "cause": causes.most_common(1)[0][0] if causes else None})
+        out.append(
+            {
+                "candidate": index,
+                "task_id": cases[0]["task_id"],
+                "key": _key(cases[0]),
+                "candidate_passes_all": cand,
+                "reference_passes_all": ref,
+                "agree": cand == ref,
+                "conclusive": not causes,
+                "cause": causes.most_common(1)[0][0] if causes else None,
+            }
+        )
     return out
 
 
@@ -258,17 +298,25 @@ def summarize(rows: list[dict]) -> dict:
         cases = [r for r in rows if _key(r) == key]
         mine = [c for c in candidates if c["key"] == key]
         summary[key] = {
-            "candidates": len(mine), "cases": len(cases),
+            "candidates": len(mine),
+            "cases": len(cases),
             "output_level": _share([r["agree"] for r in cases]),
             "output_level_conclusive": _share([r["agree"] for r in cases if r["conclusive"]]),
             "pass_fail_level": _share([c["agree"] for c in mine]),
             "pass_fail_level_conclusive": _share([c["agree"] for c in mine if c["conclusive"]]),
             "inconclusive_cases_by_cause": dict(sorted(Counter(r["cause"] for r in cases if r["cause"]).items())),
             "inconclusive_candidates_by_cause": dict(sorted(Counter(c["cause"] for c in mine if c["cause"]).items())),
-            "disagreements": [{"candidate": c["candidate"], "task_id": c["task_id"],
-                               "candidate_passes_all": c["candidate_passes_all"],
-                               "reference_passes_all": c["reference_passes_all"], "cause": c["cause"]}
-                              for c in mine if not c["agree"]],
+            "disagreements": [
+                {
+                    "candidate": c["candidate"],
+                    "task_id": c["task_id"],
+                    "candidate_passes_all": c["candidate_passes_all"],
+                    "reference_passes_all": c["reference_passes_all"],
+                    "cause": c["cause"],
+                }
+                for c in mine
+                if not c["agree"]
+            ],
         }
     return summary
 
@@ -282,6 +330,7 @@ def write_results(out_dir: Path, rows: list[dict], summary: dict, source: str) -
 
 # ---- candidates from a model -----------------------------------------------
 
+
 def _language(dialect: str) -> str:
     return "Oracle PL/SQL" if dialect == "oracle" else "PostgreSQL PL/pgSQL"
 
@@ -289,8 +338,10 @@ def _language(dialect: str) -> str:
 def python_asserts(task: dict, limit: int = MAX_TEST_HINTS) -> list[str]:
     """The task's cases as Python asserts on the Python values (what the reference is checked with)."""
     cases = task_cases(task)
-    lines = [f"assert {task['entry_point']}({', '.join(map(repr, args))}) == {expected!r}"
-             for args, expected in cases[:limit]]
+    lines = [
+        f"assert {task['entry_point']}({', '.join(map(repr, args))}) == {expected!r}"
+        for args, expected in cases[:limit]
+    ]
     if len(cases) > limit:
         lines.append(f"# ... and {len(cases) - limit} more cases of the same kind")
     return lines
@@ -302,13 +353,25 @@ def prompt_messages(task: dict, hint: str) -> list[dict]:
         raise ValueError(f"unknown hint level {hint!r}; known: {', '.join(HINT_LEVELS)}")
     parts = [task["prompt"]]
     if hint in ("reference", "reference_tests") and task.get("python_reference"):
-        parts += ["", "Python reference solution (your function must behave the same):",
-                  "```python", task["python_reference"].strip(), "```"]
+        parts += [
+            "",
+            "Python reference solution (your function must behave the same):",
+            "```python",
+            task["python_reference"].strip(),
+            "```",
+        ]
     if hint == "reference_tests":
-        parts += ["", "Tests of the Python reference (the SQL tests use the same values, converted):",
-                  "```python", *python_asserts(task), "```"]
-    system = (f"You write {_language(task['dialect'])} functions. Reply with the complete function in one "
-              "fenced ```sql code block.")
+        parts += [
+            "",
+            "Tests of the Python reference (the SQL tests use the same values, converted):",
+            "```python",
+            *python_asserts(task),
+            "```",
+        ]
+    system = (
+        f"You write {_language(task['dialect'])} functions. Reply with the complete function in one "
+        "fenced ```sql code block."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
 
 
@@ -328,8 +391,9 @@ def extract_code(answer: str) -> str:
 
 def generate_candidates(tasks: list[dict], client, hint: str) -> list[Candidate]:
     """One candidate per task row from the model behind `client` (a `plbench.llm.LLMClient`)."""
-    return [Candidate(t["task_id"], t["dialect"], extract_code(client.complete(prompt_messages(t, hint))))
-            for t in tasks]
+    return [
+        Candidate(t["task_id"], t["dialect"], extract_code(client.complete(prompt_messages(t, hint)))) for t in tasks
+    ]
 
 
 # ---- the build's crosscheck stage ------------------------------------------
@@ -366,9 +430,11 @@ class CrosscheckReport:
             if not c["conclusive"]:
                 out[(c["task_id"], dialect)] = ("inconclusive", c["cause"])
             else:
-                out[(c["task_id"], dialect)] = ("agree" if c["agree"] else "disagree",
-                                               f"candidate passes all cases: {c['candidate_passes_all']}; "
-                                               f"Python reference passes all: {c['reference_passes_all']}")
+                out[(c["task_id"], dialect)] = (
+                    "agree" if c["agree"] else "disagree",
+                    f"candidate passes all cases: {c['candidate_passes_all']}; "
+                    f"Python reference passes all: {c['reference_passes_all']}",
+                )
         return out
 
 
@@ -376,8 +442,9 @@ def checkable_tasks(rows: list[dict]) -> dict[tuple[str, str], dict]:
     return {(r["task_id"], r["dialect"]): r for r in rows if r["subset"] in CROSSCHECK_SUBSETS}
 
 
-def stage_candidates(tasks: dict[tuple[str, str], dict], solutions: Path | None, hint: str,
-                     llm_cache: Path) -> CandidateSet:
+def stage_candidates(
+    tasks: dict[tuple[str, str], dict], solutions: Path | None, hint: str, llm_cache: Path
+) -> CandidateSet:
     """Candidates from the solutions file when one is given, else from the configured model."""
     from plbench.evaluate import read_solutions
     from plbench.llm import LLMClient, LLMSettings, not_configured
@@ -390,12 +457,16 @@ def stage_candidates(tasks: dict[tuple[str, str], dict], solutions: Path | None,
         return CandidateSet([], reason=f"{reason}, and PLBENCH_CROSSCHECK_SOLUTIONS is not set")
     client = LLMClient(LLMSettings.from_env(), llm_cache)
     wanted = [t for key, t in sorted(tasks.items()) if key[1] == "postgres"]
-    return CandidateSet(generate_candidates(wanted, client, hint),
-                        source=f"llm:{client.settings.model}:{hint}")
+    return CandidateSet(generate_candidates(wanted, client, hint), source=f"llm:{client.settings.model}:{hint}")
 
 
-def stage_crosscheck(tasks: dict[tuple[str, str], dict], candidates: CandidateSet, engines: dict[str, Engine],
-                     limits: SandboxLimits, workers: int) -> CrosscheckReport:
+def stage_crosscheck(
+    tasks: dict[tuple[str, str], dict],
+    candidates: CandidateSet,
+    engines: dict[str, Engine],
+    limits: SandboxLimits,
+    workers: int,
+) -> CrosscheckReport:
     if not candidates.candidates:
         return CrosscheckReport(False, reason=candidates.reason or "no candidate names a task of this release")
     runnable = [c for c in candidates.candidates if c.dialect in engines]

@@ -49,10 +49,16 @@ CONSTRUCT_PATTERNS = {
 CONSTRUCTS = frozenset(CONSTRUCT_PATTERNS)
 _COMPILED = {name: re.compile(p, re.IGNORECASE | re.MULTILINE) for name, p in CONSTRUCT_PATTERNS.items()}
 _NOISE = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.DOTALL)
-_STATEMENT_START = re.compile(r"^\s*(?:(?:BEGIN|DECLARE|THEN|ELSE|LOOP|DO|\$\w*\$)\s+)*"
-                              r"((?:SELECT|WITH|INSERT|UPDATE|DELETE|MERGE)\b.*)", re.IGNORECASE | re.DOTALL)
-_CURSOR_QUERY = re.compile(r"\bFOR\s+\w+\s+IN\s+(?=\(?\s*(?:SELECT|WITH)\b)|\bCURSOR\s+\w+\s+(?:IS|FOR)\s+"
-                           r"|\bOPEN\s+\w+\s+FOR\s+(?!EXECUTE\b)", re.IGNORECASE)
+_STATEMENT_START = re.compile(
+    r"^\s*(?:(?:BEGIN|DECLARE|THEN|ELSE|LOOP|DO|\$\w*\$)\s+)*"
+    r"((?:SELECT|WITH|INSERT|UPDATE|DELETE|MERGE)\b.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_CURSOR_QUERY = re.compile(
+    r"\bFOR\s+\w+\s+IN\s+(?=\(?\s*(?:SELECT|WITH)\b)|\bCURSOR\s+\w+\s+(?:IS|FOR)\s+"
+    r"|\bOPEN\s+\w+\s+FOR\s+(?!EXECUTE\b)",
+    re.IGNORECASE,
+)
 _SELECT_INTO = re.compile(r"\bINTO\s+(?:STRICT\s+)?[\w.,\s]+?(?=\bFROM\b)", re.IGNORECASE)
 EXAMPLES = 10  # tasks listed per kind of finding
 
@@ -70,6 +76,7 @@ def detect_constructs(code: str) -> set[str]:
 
 # ---- embedded SQL --------------------------------------------------------------------------------
 
+
 def _balanced(text: str, start: int) -> int:
     """Index just past the parenthesis closing the one at `start`."""
     depth = 0
@@ -84,7 +91,7 @@ def _cursor_query(text: str, start: int) -> tuple[str, int]:
     """The query starting at `start` (parenthesized, or up to LOOP / ;) and where it ends."""
     if text[start] == "(":
         end = _balanced(text, start)
-        return text[start + 1:end - 1], end
+        return text[start + 1 : end - 1], end
     stop = re.compile(r"\bLOOP\b|;", re.IGNORECASE).search(text, start)
     end = stop.start() if stop else len(text)
     return text[start:end], end
@@ -151,6 +158,7 @@ def referenced_schema(code: str, dialect: str) -> tuple[set[str], set[str], list
 
 # ---- claims vs code ------------------------------------------------------------------------------
 
+
 def _last(name: str) -> str:
     return name.strip().strip('"').split(".")[-1].strip('"').lower()
 
@@ -189,8 +197,12 @@ def row_findings(row: dict) -> dict:
     source, code = inspected_code(row)
     claimed = set(row.get("plsql_constructs") or [])
     found = detect_constructs(code)
-    findings = {"source": source, "constructs_under": sorted(found - claimed),
-                "constructs_over": sorted((claimed - found) & CONSTRUCTS), "wrong": []}
+    findings = {
+        "source": source,
+        "constructs_under": sorted(found - claimed),
+        "constructs_over": sorted((claimed - found) & CONSTRUCTS),
+        "wrong": [],
+    }
     if claimed - CONSTRUCTS:
         findings["wrong"].append(f"unknown constructs {sorted(claimed - CONSTRUCTS)}")
     if not claimed and code:
@@ -203,17 +215,26 @@ def row_findings(row: dict) -> dict:
 def _schema_findings(row: dict, findings: dict) -> None:
     tables, columns, errors = referenced_schema(row.get("reference_code") or "", row["dialect"])
     findings["parse_errors"] = errors
-    findings["tables_under"], findings["tables_over"] = map(sorted, compare_tables(row.get("tables_required") or [],
-                                                                                   tables))
-    findings["columns_under"], findings["columns_over"] = map(sorted, compare_columns(
-        row.get("columns_required") or [], columns))
+    findings["tables_under"], findings["tables_over"] = map(
+        sorted, compare_tables(row.get("tables_required") or [], tables)
+    )
+    findings["columns_under"], findings["columns_over"] = map(
+        sorted, compare_columns(row.get("columns_required") or [], columns)
+    )
     claimed = row.get("tables_required") or []
     if tables and claimed and not (tables & {_last(t) for t in claimed}):
         findings["wrong"].append(f"tables_required {sorted(claimed)} names none of the tables read {sorted(tables)}")
 
 
-FINDING_KINDS = ("constructs_under", "constructs_over", "tables_under", "tables_over", "columns_under",
-                 "columns_over", "parse_errors")
+FINDING_KINDS = (
+    "constructs_under",
+    "constructs_over",
+    "tables_under",
+    "tables_over",
+    "columns_under",
+    "columns_over",
+    "parse_errors",
+)
 
 
 def metadata_accuracy(rows: list[dict]) -> dict:
@@ -226,9 +247,12 @@ def metadata_accuracy(rows: list[dict]) -> dict:
             examples[kind] = dict(list(hits.items())[:EXAMPLES])
     wrong = {key: f["wrong"] for key, f in findings.items() if f["wrong"]}
     return {
-        "rows": len(rows), "rows_with_schema_claims": sum("tables_under" in f for f in findings.values()),
+        "rows": len(rows),
+        "rows_with_schema_claims": sum("tables_under" in f for f in findings.values()),
         "tasks_with": {kind: sum(1 for f in findings.values() if f.get(kind)) for kind in FINDING_KINDS},
         "constructs_under": dict(sorted(Counter(c for f in findings.values() for c in f["constructs_under"]).items())),
         "constructs_over": dict(sorted(Counter(c for f in findings.values() for c in f["constructs_over"]).items())),
-        "examples": examples, "plainly_wrong_count": len(wrong), "plainly_wrong": dict(list(wrong.items())[:50]),
+        "examples": examples,
+        "plainly_wrong_count": len(wrong),
+        "plainly_wrong": dict(list(wrong.items())[:50]),
     }

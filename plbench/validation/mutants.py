@@ -35,7 +35,14 @@ def default_value(t: PyType) -> Any:
     if kind == "variant":
         return default_value(t.args[0])
     return {
-        "int": 0, "float": 0.0, "str": "x", "bool": False, "list": [], "tuple_seq": (), "set": set(), "dict": {},
+        "int": 0,
+        "float": 0.0,
+        "str": "x",
+        "bool": False,
+        "list": [],
+        "tuple_seq": (),
+        "set": set(),
+        "dict": {},
         "json": 0,
     }.get(kind, tuple(default_value(a) for a in t.args) if kind == "record" else None)
 

@@ -57,8 +57,7 @@ def validate_task(engine: Engine, task: TypedTask) -> ReplayResult:
         verdict = parse_verdicts(run.lines, total)
         if _first_error(setup + [run]) or not verdict.all_passed:
             detail = _first_error(setup + [run]) or _describe(verdict)
-            return ReplayResult(task.task_id, engine.dialect, "failed", detail,
-                                seconds=time.perf_counter() - start)
+            return ReplayResult(task.task_id, engine.dialect, "failed", detail, seconds=time.perf_counter() - start)
         survivors = []
         for name, fn in mutant_fns:
             created = session.execute(fn)
@@ -67,8 +66,16 @@ def validate_task(engine: Engine, task: TypedTask) -> ReplayResult:
                 survivors.append(name)
     status = "harness_too_weak" if survivors else "passed"
     detail = f"mutants not detected: {', '.join(survivors)}" if survivors else ""
-    return ReplayResult(task.task_id, engine.dialect, status, detail, len(mutant_fns),
-                        len(mutant_fns) - len(survivors), tuple(survivors), time.perf_counter() - start)
+    return ReplayResult(
+        task.task_id,
+        engine.dialect,
+        status,
+        detail,
+        len(mutant_fns),
+        len(mutant_fns) - len(survivors),
+        tuple(survivors),
+        time.perf_counter() - start,
+    )
 
 
 def _describe(verdict) -> str:

@@ -81,8 +81,10 @@ def roundtrip_task(engine: Engine, task: TypedTask) -> RoundTrip:
     d = em.dialect
     types = [t for _, t in em.params] + [task.signature.returns]
     identities = [f"plb_id_{n}" for n in range(len(types))]
-    functions = [f"CREATE FUNCTION {name}(x {d.sql_type(t, em.env)}) RETURNS {d.sql_type(t, em.env)} "
-                 "LANGUAGE sql AS 'SELECT x';" for name, t in zip(identities, types)]
+    functions = [
+        f"CREATE FUNCTION {name}(x {d.sql_type(t, em.env)}) RETURNS {d.sql_type(t, em.env)} LANGUAGE sql AS 'SELECT x';"
+        for name, t in zip(identities, types)
+    ]
     probes, expected = [], []
     for n, case in enumerate(task.cases, start=1):
         for i, (value, t) in enumerate(zip((*case.args, case.expected), types)):
