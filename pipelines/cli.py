@@ -15,7 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig, project_root
+from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig
+from plbench.paths import project_root
 
 STAGES = {
     "test_cases": [["mbpp_test_cases"]],

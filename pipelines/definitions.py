@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.assets import crosscheck, mbpp, release, replay, spider
+from assets import crosscheck, mbpp, release, replay, spider
 from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"

@@ -6,16 +6,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
 SUBSETS = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
 DIALECT_NAMES = ("oracle", "postgres")
-
-
-def project_root() -> Path:
-    """The checkout's root (where pyproject.toml is); caches and releases live below it."""
-    here = Path(__file__).resolve().parent.parent
-    return here if (here / "pyproject.toml").exists() else Path.cwd()
 
 
 @dataclass(frozen=True)
@@ -25,6 +20,8 @@ class BuildConfig:
     out_dir: Path = field(default_factory=lambda: project_root() / "releases")
     # Emitted DDL and data per database and dialect, and each database's verification report.
     normalized_dir: Path = field(default_factory=lambda: project_root() / "normalized")
+    # Raw files fetched from their public URLs (when no mirror is named), below the catalog.
+    download_dir: Path = field(default_factory=lambda: project_root() / "raw_sources" / "downloads")
     version: str | None = None  # None: derived from the builder version and the build id
     subsets: tuple[str, ...] = SUBSETS
     pg_dsn: str | None = None  # None: start a private PostgreSQL server under cache_dir
@@ -73,10 +70,6 @@ class BuildConfig:
     @property
     def pg_data_dir(self) -> Path:
         return self.cache_dir / "pgserver"
-
-    @property
-    def download_dir(self) -> Path:
-        return self.cache_dir / "raw"
 
     def fingerprint(self) -> dict:
         """The settings that change the content of a release (part of the build id)."""

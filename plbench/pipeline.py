@@ -1,7 +1,7 @@
 """The build stages as plain functions: raw files → typed tasks → artifacts → release rows.
 
 Each stage takes the previous stage's value and returns its own plus the
-rejections it made. Dagster assets (pipelines/assets) and the tests call these
+rejections it made. Dagster assets (assets) and the tests call these
 functions; nothing here imports Dagster.
 """
 

@@ -154,7 +154,8 @@ RULE_CASES = [
         "text_arithmetic",
         "SELECT avg(Year) FROM concert",
         "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
-        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END) FROM concert",
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END) "
+        "FROM concert",
         "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
         r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END) FROM concert",
     ),
@@ -203,7 +204,8 @@ RULE_CASES = [
     (
         "sqlite_tie_order",
         "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1",
-        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST LIMIT 1",
+        "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST "
+        "LIMIT 1",
         "SELECT Country FROM singer GROUP BY Country ORDER BY COUNT(*) DESC NULLS LAST, Country DESC NULLS LAST "
         "FETCH FIRST 1 ROWS ONLY",
     ),

@@ -295,7 +295,7 @@ def test_under_over_and_plainly_wrong_claims_are_reported_per_task():
 
 
 def test_the_blocking_check_fails_on_a_failed_suite_and_names_the_failures(clean):
-    from pipelines.assets.release import quality_suites
+    from assets.release import quality_suites
 
     broken = copy.deepcopy(clean)
     broken.tables["tasks.parquet"][0][0]["dialect"] = "mysql"

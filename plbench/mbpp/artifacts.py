@@ -220,7 +220,8 @@ class TaskEmitter:
             [
                 task.text.strip(),
                 "",
-                f"Example: {self.call(example)} returns {d.literal(example.expected, task.signature.returns, self.env)}",
+                f"Example: {self.call(example)} returns "
+                f"{d.literal(example.expected, task.signature.returns, self.env)}",
                 "",
                 "Scaffold:",
                 self.scaffold(),
