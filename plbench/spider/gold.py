@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import math
 import sqlite3
 import time
 from collections import Counter
@@ -36,6 +35,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
+from plbench.compare import Tolerance, same
 from plbench.normalize.emit import NormalizedColumn, NormalizedDatabase, NormalizedTable, normalize
 from plbench.normalize.schema import SourceDatabase
 from plbench.normalize.sqlite_source import connect_readonly
@@ -841,18 +841,8 @@ def _normalize_rows(rows: list[tuple], lenient: set[int]) -> list[tuple]:
     return out
 
 
-def _values_equal(a, b, float_tol: float) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        if isinstance(a, int) and isinstance(b, int):
-            return a == b
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=float_tol, abs_tol=FLOAT_ABS_TOL)
-    return a == b
-
-
 def _rows_equal(a: tuple, b: tuple, float_tol: float) -> bool:
-    return len(a) == len(b) and all(_values_equal(x, y, float_tol) for x, y in zip(a, b))
+    return same(a, b, Tolerance(FLOAT_ABS_TOL, float_tol))
 
 
 def _exact_key(row: tuple) -> tuple:

@@ -45,7 +45,6 @@ Python asserts). The code is the answer's fenced SQL block.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from plbench import values
+from plbench.compare import Tolerance, same, same_unordered
 from plbench.engines.base import Engine
 from plbench.evaluate import Candidate, run_candidates
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many
@@ -107,47 +107,13 @@ class Rules:
         return cls(comparison["atol"], comparison["rtol"], comparison["unordered"], returns.split(" | ")[0] == "bool")
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in, tuples and lists alike, for order-free comparison."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    if isinstance(value, (set, frozenset)):
-        return frozenset(_frozen(v) for v in value)
-    if isinstance(value, dict):
-        return frozenset((_frozen(k), _frozen(v)) for k, v in value.items())
-    return value
-
-
-def _numbers(a: Any, b: Any) -> bool:
-    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and (
-        isinstance(a, float) or isinstance(b, float)
-    )
-
-
 def outputs_agree(actual: Any, expected: Any, rules: Rules) -> bool:
     """Python output vs expected value under the normalization of the module docstring."""
     if rules.truthy and isinstance(expected, bool):
         return bool(actual) == expected
     if rules.unordered or isinstance(expected, (set, frozenset)):
-        try:
-            return set(map(_frozen, actual)) == set(map(_frozen, expected))
-        except TypeError:  # not iterable: cannot be the expected collection
-            return False
-    return _same(actual, expected, rules)
-
-
-def _same(a: Any, b: Any, rules: Rules) -> bool:
-    if _numbers(a, b):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b or abs(a - b) <= rules.atol + rules.rtol * abs(b)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y, rules) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k], rules) for k in b)
-    if isinstance(a, (set, frozenset)) and isinstance(b, (set, frozenset)):
-        return set(map(_frozen, a)) == set(map(_frozen, b))
-    return a == b
+        return same_unordered(expected, actual)
+    return same(expected, actual, Tolerance(rules.atol, rules.rtol))
 
 
 # ---- reference side --------------------------------------------------------

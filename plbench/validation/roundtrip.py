@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from plbench.compare import same
 from plbench.dialects.base import VARIANT_FIELDS
 from plbench.engines.base import Engine
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask
@@ -57,23 +58,6 @@ def decode(data: Any, t: PyType) -> Any:
         member = next(m for m in t.args if m.kind == data["tag"])
         return decode(data[VARIANT_FIELDS[member.kind]], member)
     raise ValueError(f"no decoder for {t.describe()}")
-
-
-def same(sent: Any, got: Any) -> bool:
-    """Python equality, with NaN equal to NaN and tuples equal to lists (JSON has only arrays)."""
-    if isinstance(sent, float) and isinstance(got, float) and math.isnan(sent) and math.isnan(got):
-        return True
-    if isinstance(sent, float) and isinstance(got, int) and not isinstance(got, bool):
-        # jsonb keeps a float's shortest digits as a numeric: 5.343044360922686e+16 comes back as
-        # the integer 53430443609226860, which is that float once read as one.
-        return float(got) == sent
-    if isinstance(sent, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(sent) == len(got) and all(same(a, b) for a, b in zip(sent, got))
-    if sent == {} and got == set():
-        return True  # `{}` typed as a set (tests write it for an empty set: pytypes.unify) reads back as set()
-    if isinstance(sent, dict) and isinstance(got, dict):
-        return sent.keys() == got.keys() and all(same(v, got[k]) for k, v in sent.items())
-    return sent == got
 
 
 def roundtrip_task(engine: Engine, task: TypedTask) -> RoundTrip:
