@@ -1,0 +1,77 @@
+"""SQLite gold text to target text: parse, apply every rule of `RULES` in order, render."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import sqlglot
+from sqlglot import exp
+
+from plbench.normalize.emit import NormalizedDatabase, normalize
+from plbench.normalize.schema import SourceDatabase
+from plbench.spider.gold.rules import RULES
+from plbench.spider.gold.scope import SQLGLOT_DIALECT, Context, TranspileError
+
+
+def sqlite_plan(conn: sqlite3.Connection, sql: str) -> list[str] | None:
+    """SQLite's EXPLAIN QUERY PLAN lines for `sql` (None if it has none)."""
+    try:
+        return [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    except sqlite3.Error:
+        return None
+
+
+def parse(sql: str) -> exp.Expression:
+    try:
+        trees = sqlglot.parse(sql, read="sqlite")
+    except sqlglot.errors.SqlglotError as exc:
+        raise TranspileError(f"sqlglot cannot parse the SQLite query: {str(exc)[:200]}") from exc
+    if len(trees) != 1 or trees[0] is None:
+        raise TranspileError(f"expected one statement, got {len(trees)}")
+    return trees[0]
+
+
+def render(tree: exp.Expression, target: str) -> str:
+    """The tree as target SQL, which must parse back in that dialect."""
+    try:
+        text = tree.sql(dialect=SQLGLOT_DIALECT[target], unsupported_level=sqlglot.ErrorLevel.RAISE)
+        sqlglot.parse_one(text, read=SQLGLOT_DIALECT[target])
+    except sqlglot.errors.SqlglotError as exc:
+        raise TranspileError(f"no valid {target} text: {str(exc)[:200]}") from exc
+    return text
+
+
+def apply_rule(
+    name: str, sql: str, db: NormalizedDatabase, target: str = "postgres", plan: list[str] | None = None
+) -> str:
+    """One rule alone on a SQLite query, rendered for `target` (to test and inspect rules one by one)."""
+    rule = dict(RULES)[name]
+    return render(rule(parse(sql), Context.of(db, target, plan)), target)
+
+
+def transpile(sql: str, db: NormalizedDatabase, target: str = "postgres", plan: list[str] | None = None) -> str:
+    """A SQLite gold query as `target` SQL against `db`'s target names; TranspileError if it can't.
+
+    `plan` (`sqlite_plan`) tells how SQLite orders groups, which decides the order of tied rows.
+    """
+    if target not in SQLGLOT_DIALECT:
+        raise ValueError(f"unknown target {target!r}")
+    tree, ctx = parse(sql), Context.of(db, target, plan)
+    for _name, rule in RULES:
+        tree = rule(tree, ctx)
+    return render(tree, target)
+
+
+def oracle_names(db: NormalizedDatabase) -> NormalizedDatabase:
+    """The Oracle names of the same source tables (no rows): what Oracle transpiling maps to."""
+    source = SourceDatabase(db.source, db.name, "sqlite", "", [t.source for t in db.tables])
+    return normalize(source, "oracle")
+
+
+def has_outer_order(sql: str) -> bool:
+    """Whether the outermost statement sorts its result (then row order is part of the answer)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return tree is not None and tree.args.get("order") is not None
