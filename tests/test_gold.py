@@ -114,6 +114,14 @@ RULE_CASES = [
         "GROUP BY T1.singer_id",
     ),
     (
+        "bare_columns",  # a join: ties broken by the row ids of its tables, in SQLite's loop order
+        "SELECT T2.Name, min(T1.Year) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID",
+        "SELECT (ARRAY_AGG(T2.Name ORDER BY T1.Year ASC, T1.ctid, T2.ctid))[1], MIN(T1.Year) "
+        "FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID",
+        "SELECT MAX(T2.Name) KEEP (DENSE_RANK FIRST ORDER BY T1.Year ASC, T1.ROWID, T2.ROWID), "
+        "MIN(T1.Year) FROM concert T1 JOIN singer T2 ON T1.singer_id = T2.Singer_ID",
+    ),
+    (
         "text_affinity_comparison",
         "SELECT title FROM concert WHERE Year = 2014 OR Year IN (2015, 2016.5)",
         "SELECT title FROM concert WHERE Year = '2014' OR Year IN ('2015', '2016.5')",
@@ -167,6 +175,19 @@ RULE_CASES = [
         "FROM concert",
         "SELECT CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
         r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END - 1 FROM concert",
+    ),
+    (
+        "text_arithmetic",  # the operands inside an aggregate's argument are rewritten, the argument is not
+        "SELECT avg(Year - singer_id) FROM concert",
+        "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(Year AS TEXT), "
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END - "
+        "CASE WHEN singer_id IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(singer_id AS TEXT), "
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END) "
+        "FROM concert",
+        "SELECT AVG(CASE WHEN Year IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(Year), "
+        r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END - "
+        "CASE WHEN singer_id IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(singer_id), "
+        r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS DOUBLE PRECISION), 0) END) FROM concert",
     ),
     (
         "like_case_insensitive",
@@ -337,6 +358,11 @@ E2E = [
         "SELECT T1.Name FROM singer AS T1 WHERE T1.Singer_ID IN (SELECT T1.Singer_ID FROM concert AS T2 "
         "GROUP BY T2.Year)",
     ),  # an outer reference in a grouped subquery is not a bare column
+    ("identical", "SELECT avg(Year - singer_id), sum(Year) + sum(singer_id) FROM concert"),  # rewrites compose
+    (
+        "identical",  # tied on min(Year): SQLite takes the first row of its loops (concert 1, Joe Sharp)
+        "SELECT T2.Name, min(T1.Year) FROM concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.Singer_ID",
+    ),
     ("source_error", "SELECT nosuch FROM singer"),
     ("transpile_error", "SELECT Name FROM singer WHERE Name GLOB 'J*'"),
     ("runtime_error", "SELECT abs(Name) FROM singer"),  # SQLite reads text as 0; PostgreSQL has no abs(text)
@@ -375,9 +401,36 @@ def test_end_to_end_details(e2e_results):
             assert sqlglot.parse_one(r.oracle_sql, read="oracle") is not None
     assert gold.summarize(e2e_results) == {
         "total": len(E2E),
-        "identical": 17,
+        "identical": 19,
         "mismatch": {"source_error": 1, "transpile_error": 1, "runtime_error": 1, "result_mismatch": 1},
     }
+
+
+def test_min_max_on_a_join_takes_sqlites_first_tied_row(tmp_path, pg_engine):
+    """40 awards tie on min(year): SQLite takes the person of the first row its loops meet (its plan
+    scans award, then looks the person up); PostgreSQL merge-joins in person order, so without a
+    tiebreak its first tied row is person 1's."""
+    path = tmp_path / "awards.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);"
+        "CREATE TABLE award (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES person(id), year INTEGER);"
+    )
+    conn.executemany("INSERT INTO person VALUES (?, ?)", [(i, f"p{i:03d}") for i in range(1, 201)])
+    conn.executemany("INSERT INTO award VALUES (?, ?, ?)", [(i, 41 - i, 2000) for i in range(1, 41)])
+    conn.commit()
+    sql = "SELECT T1.name, min(T2.year) FROM person AS T1 JOIN award AS T2 ON T1.id = T2.person_id"
+    assert conn.execute(sql).fetchall() == [("p040", 2000)]
+    conn.close()
+    pg = normalize(read_sqlite(path, "spider1", "gold_awards", "awards.sqlite"), "postgres")
+    with pg_engine.connection() as pg_conn:
+        assert load_postgres(pg_conn, pg).verified
+        # statistics make PostgreSQL merge-join in person order
+        pg_conn.execute(f"ANALYZE {pg.schema_name}.person; ANALYZE {pg.schema_name}.award")
+    with pg_engine.session(reads=(pg.schema_name,)) as session:
+        [result] = gold.check_database(path, pg, [gold.GoldQuery("0", "gold_awards", "", sql, "dev")], session)
+    assert result.cls == "identical", (result.postgres_sql, result.detail)
+    assert "T2.ctid, T1.ctid" in result.postgres_sql  # award's loop is the outer one in SQLite's plan
 
 
 # ---- the full mirror -------------------------------------------------------------------------

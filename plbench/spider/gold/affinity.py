@@ -13,6 +13,7 @@ from plbench.spider.gold.scope import (
     NUMERIC_FAMILIES,
     TEXT_LIKE_FAMILIES,
     Context,
+    innermost_first,
     is_number_literal,
     number_text,
     numeric_string,
@@ -92,7 +93,7 @@ def rule_text_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Exp
     the number), a numeric column with a numeric string as numbers, with any other string as
     'number before text', and a date column with a string as text; PostgreSQL raises
     42883/22P02/22007 or compares dates."""
-    for node in list(tree.find_all(*_COMPARISONS)):
+    for node in innermost_first(tree, *_COMPARISONS):
         if (decided := _decided(node, ctx)) is not None:
             node.replace(decided)
             continue
@@ -103,7 +104,7 @@ def rule_text_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Exp
             new = _affinity_literal(col_side, lit_side, ctx)
             if new is not None:
                 lit_side.replace(new)
-    for node in list(tree.find_all(exp.In, exp.Between)):
+    for node in innermost_first(tree, exp.In, exp.Between):
         values = node.expressions if isinstance(node, exp.In) else [node.args["low"], node.args["high"]]
         for value in list(values):
             new = _affinity_literal(node.this, value, ctx)
@@ -144,7 +145,7 @@ def rule_mixed_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Ex
     """SQLite compares a numeric column with a TEXT column (Spider joins INTEGER ids to TEXT ones)
     by giving the text NUMERIC affinity; PostgreSQL raises 42883. Equality compares the number's
     text with the text (the stored texts are canonical numbers); ordering reads the text as a number."""
-    for node in list(tree.find_all(*_COMPARISONS)):
+    for node in innermost_first(tree, *_COMPARISONS):
         for num, txt in ((node.left, node.right), (node.right, node.left)):
             if _mixed(num, txt, ctx):
                 if isinstance(node, (exp.EQ, exp.NEQ)):
@@ -152,7 +153,7 @@ def rule_mixed_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Ex
                 else:
                     txt.replace(sqlite_number(txt.copy(), ctx.target))
                 break
-    for node in list(tree.find_all(exp.In)):
+    for node in innermost_first(tree, exp.In):
         inner = projection(node.args["query"]) if node.args.get("query") else None
         if inner is None:
             continue
@@ -165,10 +166,11 @@ def rule_mixed_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Ex
 
 def rule_text_arithmetic(tree: exp.Expression, ctx: Context) -> exp.Expression:
     """SQLite's sum(), avg() and + - * / read text (and dates, which it stores as text) as numbers;
-    PostgreSQL has no avg(text) or text - text (42883)."""
-    operands = [agg.this for agg in tree.find_all(exp.Sum, exp.Avg)]
-    for op in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div):
-        operands += [op.left, op.right]
-    for node in [n for n in operands if type_family(n, ctx) in TEXT_LIKE_FAMILIES]:
-        node.replace(sqlite_number(node.copy(), ctx.target))
+    PostgreSQL has no avg(text) or text - text (42883). Innermost first: in avg(a - b) the text
+    operands a and b are read as numbers, and a - b, then a number, is left as it is."""
+    for op in innermost_first(tree, exp.Sum, exp.Avg, exp.Add, exp.Sub, exp.Mul, exp.Div):
+        operands = [op.this] if isinstance(op, (exp.Sum, exp.Avg)) else [op.left, op.right]
+        for node in operands:
+            if type_family(node, ctx) in TEXT_LIKE_FAMILIES:
+                node.replace(sqlite_number(node.copy(), ctx.target))
     return tree

@@ -22,6 +22,7 @@ from plbench.spider.gold.scope import (
     bare_columns,
     enclosing_selects,
     extremes_of,
+    innermost_first,
     is_aggregate_query,
     resolve,
     template,
@@ -53,18 +54,30 @@ def row_id_column(select: exp.Select, target: str) -> exp.Expression | None:
     return exp.column("ctid" if target == "postgres" else "ROWID", table=source.alias_or_name)
 
 
-def _pick_extreme(col: exp.Column, extreme: exp.Expression, select: exp.Select, target: str) -> exp.Expression:
-    """The value of `col` on the first row (in rowid order, as SQLite scans) where the query's
-    single min()/max() is reached."""
+def _loop_row_ids(select: exp.Select, ctx: Context) -> list[exp.Expression]:
+    """The row ids of a SELECT's tables in the order SQLite's plan nests its loops (the first row
+    of the outermost loop is met first); none when a source is not a table (no row id to follow)."""
+    items = [select.args.get("from_")] + list(select.args.get("joins") or [])
+    tables = [item.this for item in items if item is not None]
+    if not tables or not all(isinstance(t, exp.Table) for t in tables):
+        return []
+    rowid = "ctid" if ctx.target == "postgres" else "ROWID"
+    return [exp.column(rowid, table=t.alias_or_name) for t in sorted(tables, key=ctx.loop_position)]
+
+
+def _pick_extreme(col: exp.Column, extreme: exp.Expression, select: exp.Select, ctx: Context) -> exp.Expression:
+    """The value of `col` on the first row SQLite meets (in the row-id order of its loops) where the
+    query's single min()/max() is reached."""
     order = "DESC" if isinstance(extreme, exp.Max) else "ASC"
-    row_id = row_id_column(select, target)
-    ties = ", plb_rowid" if row_id is not None else ""
+    row_ids = _loop_row_ids(select, ctx)
+    ties = "".join(f", plb_rowid{i}" for i in range(len(row_ids)))
     text = (
         f"(ARRAY_AGG(plb_value ORDER BY plb_key {order} NULLS LAST{ties}))[1]"
-        if target == "postgres"
+        if ctx.target == "postgres"
         else f"MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key {order} NULLS LAST{ties})"
     )
-    return template(text, target, value=col, key=extreme.this, rowid=row_id)
+    row_id_nodes = {f"rowid{i}": node for i, node in enumerate(row_ids)}
+    return template(text, ctx.target, value=col, key=extreme.this, **row_id_nodes)
 
 
 def rule_bare_columns(tree: exp.Expression, ctx: Context) -> exp.Expression:
@@ -72,13 +85,13 @@ def rule_bare_columns(tree: exp.Expression, ctx: Context) -> exp.Expression:
     exactly one min()/max() it takes the value from that extreme row, otherwise from some row of the
     group. PostgreSQL and Oracle refuse it; the value is picked explicitly (the extreme row, or MIN,
     which is the same value whenever the column is determined by the group, as in Spider)."""
-    for select in list(tree.find_all(exp.Select)):
+    for select in innermost_first(tree, exp.Select):
         if not is_aggregate_query(select):
             continue
         extremes = extremes_of(select)
         for col in bare_columns(select, ctx):
             if len(extremes) == 1:
-                col.replace(_pick_extreme(col, extremes[0], select, ctx.target))
+                col.replace(_pick_extreme(col, extremes[0], select, ctx))
             else:
                 col.replace(exp.Min(this=col.copy()))
     return tree
@@ -108,7 +121,7 @@ def _ascii_pattern(node: exp.Expression) -> bool:
 def rule_like_case_insensitive(tree: exp.Expression, ctx: Context) -> exp.Expression:
     """SQLite's LIKE folds ASCII letters only. With an ASCII pattern literal that is ILIKE in
     PostgreSQL and UPPER() on both sides in Oracle; otherwise both sides fold A-Z by TRANSLATE."""
-    for like in list(tree.find_all(exp.Like)):
+    for like in innermost_first(tree, exp.Like):
         left, right, negate = _as_text(like.this, ctx), like.expression.copy(), like.args.get("negate")
         if not _ascii_pattern(right):
             new = exp.Like(this=_ascii_lower(left), expression=_ascii_lower(right))
@@ -125,7 +138,7 @@ def rule_integer_division(tree: exp.Expression, ctx: Context) -> exp.Expression:
     PostgreSQL's bigint / bigint already truncates."""
     if ctx.target != "oracle":
         return tree
-    for div in list(tree.find_all(exp.Div)):
+    for div in innermost_first(tree, exp.Div):
         if type_family(div.left, ctx) == "integer" and type_family(div.right, ctx) == "integer":
             div.replace(exp.func("TRUNC", div.copy()))
     return tree

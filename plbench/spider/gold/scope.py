@@ -3,6 +3,7 @@ expression, and the shape of an aggregate query (group keys, bare columns, min()
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -31,11 +32,24 @@ class Context:
     target: str
     tables: dict[str, NormalizedTable] = field(default_factory=dict)
     groups_resorted: bool = True  # SQLite's plan sorts GROUP BY groups in a temporary B-tree
+    plan: tuple[str, ...] = ()  # SQLite's EXPLAIN QUERY PLAN lines (its loops, outermost first)
 
     @classmethod
     def of(cls, db: NormalizedDatabase, target: str, plan: list[str] | None) -> Context:
         resorted = plan is None or any("TEMP B-TREE FOR GROUP BY" in line for line in plan)
-        return cls(db, target, {t.source.name.lower(): t for t in db.tables}, resorted)
+        return cls(db, target, {t.source.name.lower(): t for t in db.tables}, resorted, tuple(plan or ()))
+
+    def loop_position(self, table: exp.Table) -> int:
+        """Where SQLite's plan loops over `table` (SCAN / SEARCH by alias or name); after all if it does not say."""
+        name = re.escape(table.alias_or_name)
+        pattern = re.compile(rf"^(SCAN|SEARCH) {name}( |$)", re.IGNORECASE)
+        return next((i for i, line in enumerate(self.plan) if pattern.match(line)), len(self.plan))
+
+
+def innermost_first(tree: exp.Expression, *kinds: type) -> list[exp.Expression]:
+    """The nodes of `kinds` in `tree`, each after every node inside it: a rule that rewrites a node
+    into an expression holding a copy of it then copies the rewrites already made inside it."""
+    return list(tree.find_all(*kinds, bfs=True))[::-1]
 
 
 def column_of(table: NormalizedTable, name: str) -> NormalizedColumn | None:
