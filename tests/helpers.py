@@ -10,7 +10,7 @@ def typed_task(params, raw_cases, entry="f", comparison=Comparison(), source_id=
     cases = tuple(TestCase(args, expected, f"test_list[{i}]") for i, (args, expected) in enumerate(raw_cases))
     signature = infer_signature(list(params), [(c.args, c.expected) for c in cases])
     if comparison.unordered:
-        from plbench.mbpp.pytypes import PyType
+        from plbench.types import PyType
 
         signature = type(signature)(signature.params, PyType("set", signature.returns.args))
     return TypedTask(

@@ -10,7 +10,7 @@ from plbench.dialects import DIALECTS, TypeEnv
 from plbench.dialects.base import UnrepresentableValue
 from plbench.dialects.static_checks import check_block_structure, check_type_ddl
 from plbench.mbpp.artifacts import TaskEmitter
-from plbench.mbpp.pytypes import BOOL, FLOAT, INT, STR, PyType
+from plbench.types import BOOL, FLOAT, INT, STR, PyType
 from tests.helpers import typed_task
 
 ORACLE, POSTGRES = DIALECTS["oracle"], DIALECTS["postgres"]

@@ -3,7 +3,7 @@
 import pytest
 
 from plbench.mbpp.extract import Comparison
-from plbench.mbpp.pytypes import BOOL, FLOAT, INT, STR, PyType
+from plbench.types import BOOL, FLOAT, INT, STR, PyType
 from plbench.validation.mutants import mutants, perturb
 from tests.helpers import typed_task
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from plbench.mbpp.pytypes import BOOL, FLOAT, INT, STR, PyType, TypingError, conforms, infer_signature
+from plbench.mbpp.pytypes import TypingError, conforms, infer_signature
+from plbench.types import BOOL, FLOAT, INT, STR, PyType
 
 
 def sig(cases, names=("a",)):

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plbench.dialects.postgres import PostgresDialect
-from plbench.mbpp.pytypes import FLOAT, INT, STR, PyType
+from plbench.types import FLOAT, INT, STR, PyType
 from plbench.validation.roundtrip import decode, roundtrip_task
 from tests.helpers import typed_task
 

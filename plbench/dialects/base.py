@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 
 
 class UnrepresentableValue(ValueError):

@@ -31,7 +31,7 @@ from plbench.dialects.base import (
     sort_unordered,
     variant_member,
 )
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 
 # V$RESERVED_WORDS with RESERVED = 'Y' plus the PL/SQL reserved words (PL/SQL Language
 # Reference, appendix D); a parameter or function may not take these names unquoted.

@@ -31,7 +31,7 @@ from plbench.dialects.base import (
     sort_unordered,
     variant_member,
 )
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 
 # SQL key words reserved in PostgreSQL (Appendix C: "reserved", "reserved, can be function or
 # type", and "non-reserved, cannot be function or type", which parameter names may not be either)

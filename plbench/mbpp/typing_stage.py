@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from plbench.mbpp.artifacts import TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import ExtractedTask, TestCase
-from plbench.mbpp.pytypes import PyType, Signature, conforms, infer_signature
+from plbench.mbpp.pytypes import Signature, conforms, infer_signature
 from plbench.records import Rejection
+from plbench.types import PyType
 
 STAGE = "signature_inference"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from plbench.dialects.base import variant_member
 from plbench.mbpp.artifacts import TypedTask
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 from plbench.values import dumps
 
 

@@ -24,7 +24,7 @@ from plbench.compare import same
 from plbench.dialects.base import VARIANT_FIELDS
 from plbench.engines.base import Engine
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
