@@ -1,6 +1,6 @@
 """Child-side runner for `plbench.sandbox`: executes one reference solution on its cases.
 
-Run as `python -s -P -B _sandbox_child.py <path to plbench/values.py>` with a JSON payload
+Run as `python -S -P -B _sandbox_child.py` with a JSON payload
 {code, entry_point, cases, limits} on stdin. It writes one JSON line per message on the
 protocol fd (a dup of the original stdout) and points fds 0/1 at /dev/null so the
 solution's own prints cannot corrupt the protocol. Messages:
@@ -10,50 +10,53 @@ solution's own prints cannot corrupt the protocol. Messages:
     {"kind": "fatal", "detail"}
     {"kind": "done"}
 
-The guards installed here (patched os/subprocess/socket/open functions) are best effort
-against accidents in benchmark reference code; they are not a security boundary.
+Before the solution's code is even compiled, `_sandbox_contain.contain` confines the
+process at the operating-system level (own uid, read-only file system but a private
+working folder, no network, no new processes; see there), and an audit hook turns the
+attempts the OS would refuse into a SandboxDenied naming what was refused.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import copy
-import ctypes
 import importlib.util
-import io
 import json
 import os
-import resource
 import signal
-import socket
-import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 _DETAIL_LIMIT = 500
-_CLONE_NEWNET = 0x40000000
-_FILE_SIZE_LIMIT = 16 << 20
 # After the first alarm, keep firing so a solution that swallows the exception (bare
 # `except:`) and carries on is interrupted again. One that swallows every alarm in a loop
 # is only stopped by the CPU or wall-clock limit of the whole child.
 _ALARM_REPEAT_SECONDS = 0.1
-# os functions that change the file system, with how many leading arguments are paths.
-_PATH_FUNCTIONS = {
-    "remove": 1,
-    "unlink": 1,
-    "rmdir": 1,
-    "mkdir": 1,
-    "truncate": 1,
-    "chmod": 1,
-    "chown": 1,
-    "utime": 1,
-    "rename": 2,
-    "replace": 2,
-    "symlink": 2,
-    "link": 2,
+# Audit events refused outright: new processes, signals, sockets and foreign calls.
+_DENIED_EVENTS = frozenset(
+    {"os.system", "os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.kill", "os.killpg"}
+    | {"subprocess.Popen", "pty.spawn", "socket.__new__", "socket.getaddrinfo", "socket.gethostbyname"}
+    | {"socket.gethostbyaddr", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"}
+    | {"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function"}
+)
+# Audit events that change the file system, with the positions of their path arguments.
+_PATH_EVENTS = {
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.truncate": (0,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.utime": (0,),
+    "os.setxattr": (0,),
+    "os.removexattr": (0,),
+    "os.rename": (0, 1),
+    "os.link": (0, 1),
+    "os.symlink": (1,),
 }
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
 class _CaseTimeout(BaseException):
@@ -62,13 +65,6 @@ class _CaseTimeout(BaseException):
 
 class SandboxDenied(PermissionError):
     pass
-
-
-def _load_values(path: str):
-    spec = importlib.util.spec_from_file_location("_plbench_values", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _truncate(text: str) -> str:
@@ -111,57 +107,11 @@ def _isolate_stdio() -> int:
     return proto_fd
 
 
-def _apply_limits(limits: dict) -> None:
-    cpu = int(limits["cpu_seconds"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (_FILE_SIZE_LIMIT, _FILE_SIZE_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Not enforced for root; the os/subprocess patches below are the real fork guard there.
-    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
-    # Oversized writes then fail with OSError (a per-case error) instead of killing the child.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
-def _drop_network() -> None:
-    """Enter an empty network namespace if allowed (root); the socket patches cover the rest."""
-    # Optional hardening: failure (no privilege, no libc symbol) is fine.
-    with contextlib.suppress(Exception):
-        if hasattr(os, "unshare"):
-            os.unshare(_CLONE_NEWNET)
-        else:
-            ctypes.CDLL(None, use_errno=True).unshare(_CLONE_NEWNET)
-
-
-def _refuse(what: str):
-    def blocked(*_args, **_kwargs):
-        raise SandboxDenied(f"{what} is not allowed in the sandbox")
-
-    return blocked
-
-
-def _block_processes() -> None:
-    names = ["fork", "forkpty", "system", "popen", "kill", "killpg", "posix_spawn", "posix_spawnp"]
-    names += [n for n in dir(os) if n.startswith(("exec", "spawn"))]
-    for name in names:
-        if hasattr(os, name):
-            setattr(os, name, _refuse(f"os.{name}"))
-    subprocess.Popen = _refuse("subprocess.Popen")
-    try:
-        import _posixsubprocess
-
-        _posixsubprocess.fork_exec = _refuse("fork_exec")
-    except ImportError:
-        pass
-
-
-def _block_network() -> None:
-    # socket.socket stays a class (ssl and others subclass it at import); its
-    # connecting and binding methods are what get refused.
-    for name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
-        setattr(socket.socket, name, _refuse(f"socket.{name}"))
-    for name in ("create_connection", "create_server", "getaddrinfo", "gethostbyname"):
-        setattr(socket, name, _refuse(f"socket.{name}"))
+def _load_sibling(name: str):
+    spec = importlib.util.spec_from_file_location(f"_plbench_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _inside(root: str, path) -> bool:
@@ -171,34 +121,28 @@ def _inside(root: str, path) -> bool:
     return real == root or real.startswith(root + os.sep)
 
 
-def _guard_writes(root: str) -> None:
-    """Refuse file writes outside `root` (the temporary cwd). Best effort only."""
-    real_open, real_os_open = builtins.open, os.open
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+def _is_write(mode, flags) -> bool:
+    if isinstance(mode, str):
+        return any(flag in mode for flag in "wax+")
+    return isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
 
-    def guarded_open(file, mode="r", *args, **kwargs):
-        if any(flag in mode for flag in "wax+") and not _inside(root, file):
-            raise SandboxDenied(f"writing {os.fsdecode(file)!r} outside the sandbox directory")
-        return real_open(file, mode, *args, **kwargs)
 
-    def guarded_os_open(path, flags, *args, **kwargs):
-        if flags & write_flags and (kwargs.get("dir_fd") is not None or not _inside(root, path)):
-            raise SandboxDenied(f"writing {os.fsdecode(path)!r} outside the sandbox directory")
-        return real_os_open(path, flags, *args, **kwargs)
+def _install_guards(root: str) -> None:
+    """Turn what the OS would refuse anyway into a named SandboxDenied (a reason per case).
 
-    def guard_paths(name, fn, path_count):
-        def guarded(*args, **kwargs):
-            paths = args[:path_count]
-            if kwargs.get("dir_fd") is not None or not all(_inside(root, p) for p in paths):
-                raise SandboxDenied(f"os.{name} outside the sandbox directory")
-            return fn(*args, **kwargs)
+    An audit hook sees every alias of a call (posix.system, _io.open, io.FileIO ...) and
+    cannot be removed; it is the explanation, the containment is `_sandbox_contain`.
+    """
 
-        return guarded
+    def hook(event: str, args: tuple) -> None:
+        if event in _DENIED_EVENTS:
+            raise SandboxDenied(f"{event} is not allowed in the sandbox")
+        if event == "open" and _is_write(*args[1:3]) and not _inside(root, args[0]):
+            raise SandboxDenied(f"writing {os.fsdecode(args[0])!r} outside the sandbox directory")
+        if event in _PATH_EVENTS and not all(_inside(root, args[i]) for i in _PATH_EVENTS[event]):
+            raise SandboxDenied(f"{event} outside the sandbox directory")
 
-    builtins.open = io.open = guarded_open
-    os.open = guarded_os_open
-    for name, path_count in _PATH_FUNCTIONS.items():
-        setattr(os, name, guard_paths(name, getattr(os, name), path_count))
+    sys.addaudithook(hook)
 
 
 class _Alarm:
@@ -306,15 +250,14 @@ def _load_solution(code: str, entry_point: str):
 
 
 def main() -> None:
-    values = _load_values(sys.argv[1])
+    values = _load_sibling("values")
     payload = json.loads(sys.stdin.buffer.read())
     protocol = Protocol(_isolate_stdio())
     try:
-        _apply_limits(payload["limits"])
-        _drop_network()
-        _block_processes()
-        _block_network()
-        _guard_writes(os.path.realpath(os.getcwd()))
+        workdir = os.path.realpath(os.getcwd())
+        limits = payload["limits"]
+        _load_sibling("_sandbox_contain").contain(workdir, int(limits["cpu_seconds"]), limits["memory_bytes"])
+        _install_guards(workdir)
         alarm = _Alarm(payload["limits"]["case_seconds"])
         fn = _load_solution(payload["code"], payload["entry_point"])
         if isinstance(fn, str):

@@ -6,9 +6,10 @@ and the cases (tagged JSON from `plbench.values`) on stdin, and streams one resu
 case back over a private pipe. Nothing the solution does raises into the caller: problems
 come back as statuses.
 
-The child's guards (resource limits, patched fork/exec/socket/open functions, an empty
-network namespace when permitted) are best effort against accidents and sloppy reference
-code, not a security boundary against hostile code.
+The child contains itself at the operating-system level before it compiles the solution
+(`plbench/_sandbox_contain.py`: its own uid, a read-only file system but for a private
+working folder, no network, no new process, CPU/memory/file-size limits), and an audit hook
+names each refused attempt (`SandboxDenied: os.system is not allowed in the sandbox`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 from plbench import values
 
 _CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
-_VALUES_MODULE = Path(values.__file__)
 # Like -I (no site packages, no script dir on sys.path, no .pyc writes; -S also skips the
 # site-packages .pth processing that costs ~50 ms per start) except that
 # PYTHON* variables are honoured: the environment is built from scratch below, and
@@ -155,7 +155,7 @@ def _kill_group(pid: int) -> None:
 def _run_child(payload: bytes, limits: SandboxLimits, workdir: str) -> tuple[_Transcript, int | None, list[str]]:
     """Run the child to completion or to the wall deadline; returncode None means it was killed."""
     proc = subprocess.Popen(
-        [sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT), str(_VALUES_MODULE)],
+        [sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT)],
         cwd=workdir,
         env=_child_env(workdir),
         stdin=subprocess.PIPE,

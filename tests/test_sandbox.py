@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import socket
+import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from plbench import sandbox
+from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_program
+from plbench.mbpp.cases import cases_from_sandbox, plan_mbpp_plus
+from plbench.mbpp.extract import ExtractionError
+from plbench.records import RawProblem
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many, run_reference
 
 FAST = SandboxLimits(cpu_seconds=5, memory_bytes=1 << 30, wall_seconds=10.0, case_seconds=0.5)
-ESCAPE_PATH = Path("/tmp/plbench_sandbox_escape_test")
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def run(code: str, cases: list[tuple], entry_point: str = "f", limits: SandboxLimits = FAST) -> SandboxResult:
@@ -21,7 +30,8 @@ def run(code: str, cases: list[tuple], entry_point: str = "f", limits: SandboxLi
 
 
 def child_processes() -> list[int]:
-    """Pids of any sandbox child still alive on this machine."""
+    """Pids of any sandbox child of this checkout still alive (other checkouts run their own)."""
+    script = str(Path(sandbox.__file__).with_name("_sandbox_child.py")).encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -29,7 +39,7 @@ def child_processes() -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"_sandbox_child.py" in cmdline:
+            if script in cmdline:
                 pids.append(int(entry.name))
     return pids
 
@@ -174,38 +184,153 @@ def test_network_connections_are_refused():
         server.close()
     assert result.status == "ok"
     assert result.cases == [
-        CaseOutcome("error", None, "SandboxDenied: socket.create_connection is not allowed in the sandbox"),
-        CaseOutcome("error", None, "SandboxDenied: socket.connect is not allowed in the sandbox"),
+        CaseOutcome("error", None, "SandboxDenied: socket.getaddrinfo is not allowed in the sandbox"),
+        CaseOutcome("error", None, "SandboxDenied: socket.__new__ is not allowed in the sandbox"),
     ]
 
 
-def test_writes_outside_the_work_dir_are_refused_inside_allowed():
-    ESCAPE_PATH.unlink(missing_ok=True)
-    code = (
-        "import os, pathlib\n"
-        "def f(how, path):\n"
-        "    if how == 'open':\n"
-        "        open(path, 'w').write('x')\n"
-        "    elif how == 'pathlib':\n"
-        "        pathlib.Path(path).write_text('x')\n"
-        "    elif how == 'os.open':\n"
-        "        os.open(path, os.O_CREAT | os.O_WRONLY)\n"
-        "    else:\n"
-        "        open('local.txt', 'w').write('kept')\n"
-        "        return open('local.txt').read()\n"
-        "    return 'written'\n"
-    )
-    path = str(ESCAPE_PATH)
-    result = run(code, [("open", path), ("pathlib", path), ("os.open", path), ("local", path)])
-    assert not ESCAPE_PATH.exists()
+# Places a dropped user could write to on an ordinary system, and the checkout itself.
+TARGETS = [f"{folder}/plbench-sandbox-escape" for folder in ("/tmp", "/dev/shm", "/var/tmp", str(CHECKOUT))]
+SENTINEL = Path("/tmp/plbench-sandbox-sentinel")
+WRITE_DENIED = "SandboxDenied: writing {path!r} outside the sandbox directory"
+# The ways around the os/builtins patches the sandbox used to rely on (issue 9, item 8).
+ESCAPES = {
+    "posix.system": (
+        "import posix\ndef f(path):\n    return posix.system(f'echo x > {path}')\n",
+        "SandboxDenied: os.system is not allowed in the sandbox",
+    ),
+    "posix.fork": (
+        "import posix\ndef f(path):\n    if posix.fork() == 0:\n        open(path, 'w')\n",
+        "SandboxDenied: os.fork is not allowed in the sandbox",
+    ),
+    "posix.open": (
+        "import posix\ndef f(path):\n    return posix.open(path, posix.O_CREAT | posix.O_WRONLY)\n",
+        WRITE_DENIED,
+    ),
+    "posix.rename": (
+        f"import posix\ndef f(path):\n    posix.rename({str(SENTINEL)!r}, path)\n",
+        "SandboxDenied: os.rename outside the sandbox directory",
+    ),
+    "_io.open": ("import _io\ndef f(path):\n    _io.open(path, 'w').write('x')\n", WRITE_DENIED),
+    "io.FileIO": ("import io\ndef f(path):\n    io.FileIO(path, 'w').write(b'x')\n", WRITE_DENIED),
+    "ctypes.CDLL(None).system": (
+        "import ctypes\ndef f(path):\n    return ctypes.CDLL(None).system(f'echo x > {path}'.encode())\n",
+        "SandboxDenied: ctypes.dlopen is not allowed in the sandbox",
+    ),
+    "open": ("def f(path):\n    open(path, 'w').write('x')\n", WRITE_DENIED),
+    "pathlib": ("import pathlib\ndef f(path):\n    pathlib.Path(path).write_text('x')\n", WRITE_DENIED),
+    "os.remove": (
+        f"import os\ndef f(path):\n    os.remove({str(SENTINEL)!r})\n",
+        "SandboxDenied: os.remove outside the sandbox directory",
+    ),
+    "subprocess": (
+        "import subprocess\ndef f(path):\n    subprocess.run(['touch', path])\n",
+        "SandboxDenied: subprocess.Popen is not allowed in the sandbox",
+    ),
+}
+
+
+@pytest.fixture
+def sentinel():
+    for target in TARGETS:
+        Path(target).unlink(missing_ok=True)
+    SENTINEL.write_text("mine")
+    yield SENTINEL
+    SENTINEL.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_each_escape_is_rejected_with_a_reason_and_changes_nothing_outside(name, sentinel):
+    code, denied = ESCAPES[name]
+    result = run(code, [(target,) for target in TARGETS])
     assert result.status == "ok"
-    denied = f"SandboxDenied: writing {path!r} outside the sandbox directory"
-    assert result.cases == [
-        CaseOutcome("error", None, denied),
-        CaseOutcome("error", None, denied),
-        CaseOutcome("error", None, denied),
-        CaseOutcome("ok", "kept", ""),
+    assert result.cases == [CaseOutcome("error", None, denied.format(path=target)) for target in TARGETS]
+    assert [target for target in TARGETS if Path(target).exists()] == []
+    assert sentinel.read_text() == "mine"
+    assert child_processes() == []
+    # Every case failed, so the task itself is rejected, with the refusal as its reason.
+    plan = plan_mbpp_plus(_plus_problem(code, [[target] for target in TARGETS]))
+    with pytest.raises(ExtractionError) as rejected:
+        cases_from_sandbox(plan, result)
+    assert rejected.value.reason_code == "reference_raised"
+    assert denied.format(path=TARGETS[0]) in rejected.value.detail
+
+
+def _plus_problem(code: str, inputs: list[list]) -> RawProblem:
+    prompt = '"""\nTask.\nassert f(1) == 1\n"""\n'
+    return RawProblem(
+        "mbpp_plus", "Mbpp/1", "t.jsonl", 1, "Task.", "f", code, [], base_input=inputs, extra={"prompt": prompt}
+    )
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the operating-system containment (mount namespace, own uid) needs root"
+)
+
+
+@needs_root
+def test_the_operating_system_refuses_what_the_audit_guards_cannot_see(sentinel):
+    """A dir_fd makes a relative path look local to the guards; a thread needs no audited call."""
+    code = (
+        "import os, threading\n"
+        "def f(how, path):\n"
+        "    folder = os.open(os.path.dirname(path), os.O_RDONLY)\n"
+        "    name = os.path.basename(path)\n"
+        "    if how == 'open':\n"
+        "        os.open(name, os.O_CREAT | os.O_WRONLY, dir_fd=folder)\n"
+        "    elif how == 'rename':\n"
+        "        os.rename(name, 'moved', src_dir_fd=folder, dst_dir_fd=folder)\n"
+        "    else:\n"
+        "        threading.Thread(target=print).start()\n"
+        "    return 'escaped'\n"
+    )
+    cases = [("open", target) for target in TARGETS] + [("rename", str(sentinel)), ("thread", "/tmp/x")]
+    result = run(code, cases)
+    read_only = [
+        CaseOutcome("error", None, f"OSError: [Errno 30] Read-only file system: {Path(t).name!r}") for t in TARGETS
     ]
+    assert result.cases == [
+        *read_only,
+        CaseOutcome("error", None, "OSError: [Errno 30] Read-only file system: 'plbench-sandbox-sentinel' -> 'moved'"),
+        CaseOutcome("error", None, "RuntimeError: can't start new thread"),
+    ]
+    assert [target for target in TARGETS if Path(target).exists()] == []
+    assert sentinel.read_text() == "mine" and not Path("/tmp/moved").exists()
+
+
+@needs_root
+def test_the_solution_runs_as_its_own_user_in_a_private_folder_with_a_file_size_limit():
+    code = (
+        "import os\n"
+        "def f(size):\n"
+        "    with open('local.txt', 'w') as out:\n"
+        "        out.write('x' * size)\n"
+        "    folder = os.stat('.')\n"
+        "    return os.getuid(), os.getgid(), os.getgroups(), folder.st_uid, os.path.getsize('local.txt')\n"
+    )
+    result = run(code, [(3,), (FILE_SIZE_LIMIT + 1,)])
+    assert result.status == "ok"
+    uid, gid, groups, owner, size = result.cases[0].value
+    assert uid == gid == owner and uid > SANDBOX_ID_BASE and groups == [] and size == 3
+    assert result.cases[1] == CaseOutcome("error", None, "OSError: [Errno 27] File too large")
+
+
+def test_seccomp_programs_are_exact():
+    def listing(machine):
+        program = seccomp_program(machine)
+        return [struct.unpack("HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
+
+    assert listing("x86_64") == [
+        (0x20, 0, 0, 4),
+        (0x15, 0, 5, 0xC000003E),
+        (0x20, 0, 0, 0),
+        (0x35, 3, 0, 0x40000000),
+        (0x15, 1, 0, 41),
+        (0x06, 0, 0, 0x7FFF0000),
+        (0x06, 0, 0, 0x0005000D),
+        (0x06, 0, 0, 0x80000000),
+    ]
+    assert listing("aarch64")[1] == (0x15, 0, 5, 0xC00000B7) and listing("aarch64")[4] == (0x15, 1, 0, 198)
 
 
 def test_environment_work_dir_and_stdin_are_scrubbed(monkeypatch):
@@ -325,3 +450,24 @@ def test_cases_past_the_task_budget_are_reported_as_timeouts_without_running():
     statuses = [c.status for c in result.cases]
     assert statuses[:2] == ["ok", "ok"] and statuses[-1] == "timeout"
     assert "budget" in result.cases[-1].detail
+
+
+@needs_root  # to become another user for the test
+def test_without_root_the_limits_and_guards_still_hold(sentinel):
+    """Not root: no namespace and no uid change, as documented; the guards and limits remain."""
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(CHECKOUT)!r})\n"
+        "from plbench.sandbox import run_reference\n"
+        'code = \'import posix, threading\\ndef f(how, path):\\n    if how == "thread":\\n'
+        '        threading.Thread(target=print).start()\\n    return posix.system(f"echo x > {path}")\\n\'\n'
+        f"result = run_reference(code, 'f', [('thread', ''), ('system', {TARGETS[0]!r})])\n"
+        "print(json.dumps([result.status, [c.detail for c in result.cases]]))\n"
+    )
+    nobody = 65534
+    out = subprocess.run([sys.executable, "-c", script], user=nobody, group=nobody, capture_output=True, text=True)
+    assert json.loads(out.stdout) == [
+        "ok",
+        ["RuntimeError: can't start new thread", "SandboxDenied: os.system is not allowed in the sandbox"],
+    ], out.stderr
+    assert not Path(TARGETS[0]).exists() and sentinel.read_text() == "mine"
