@@ -1,5 +1,8 @@
-"""Small builders shared by the tests: typed tasks from literal cases."""
+"""Small builders shared by the tests: typed tasks from literal cases; live sandbox children."""
 
+from pathlib import Path
+
+from plbench import sandbox
 from plbench.mbpp.artifacts import TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import Comparison, TestCase
 from plbench.mbpp.pytypes import infer_signature
@@ -16,3 +19,18 @@ def typed_task(params, raw_cases, entry="f", comparison=Comparison(), source_id=
     return TypedTask(
         subset, source_id, "Write the function.", entry, signature, cases, comparison, ints_fit_bigint(cases)
     )
+
+
+def sandbox_children() -> list[int]:
+    """Pids of this checkout's sandbox children still alive (other checkouts run their own)."""
+    script = str(Path(sandbox.__file__).with_name("_sandbox_child.py")).encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if script in cmdline:
+                pids.append(int(entry.name))
+    return pids

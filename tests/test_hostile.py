@@ -31,21 +31,9 @@ from plbench.records import RawProblem
 from plbench.sandbox import SandboxLimits
 from plbench.validation.diagnostics import INTERFACE, WRONG_LOGIC
 from plbench.validation.replay import validate_task
-from tests.helpers import typed_task
+from tests.helpers import sandbox_children, typed_task
 
 SENTINEL = Path("/tmp") / f"plbench_hostile_{os.getpid()}"
-
-
-def _sandbox_children() -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"_sandbox_child.py" in (entry / "cmdline").read_bytes():
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
 
 
 # ---- Python reference solutions ----------------------------------------------------------------
@@ -131,7 +119,7 @@ def test_hostile_references_are_rejected_with_a_reason_and_the_build_goes_on(lis
     [kept] = out.items
     assert kept.source_id == "Mbpp/99" and [c.expected for c in kept.cases] == [2, 4]
     assert len(out.items) + len(rejected) == len(problems)
-    assert _sandbox_children() == []
+    assert sandbox_children() == []
 
 
 def test_a_reference_that_mutates_its_input_is_kept_on_fresh_copies_and_noted():

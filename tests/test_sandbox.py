@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from plbench import sandbox
 from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_program
 from plbench.mbpp.cases import cases_from_sandbox, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractionError
 from plbench.records import RawProblem
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many, run_reference
+from tests.helpers import sandbox_children
 
 FAST = SandboxLimits(cpu_seconds=5, memory_bytes=1 << 30, wall_seconds=10.0, case_seconds=0.5)
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -27,21 +27,6 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 
 def run(code: str, cases: list[tuple], entry_point: str = "f", limits: SandboxLimits = FAST) -> SandboxResult:
     return run_reference(code, entry_point, cases, limits)
-
-
-def child_processes() -> list[int]:
-    """Pids of any sandbox child of this checkout still alive (other checkouts run their own)."""
-    script = str(Path(sandbox.__file__).with_name("_sandbox_child.py")).encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if script in cmdline:
-                pids.append(int(entry.name))
-    return pids
 
 
 def test_values_round_trip_with_types_preserved():
@@ -124,7 +109,7 @@ def test_module_level_hang_hits_the_wall_clock():
     result = run("while True:\n    pass\ndef f():\n    return 1\n", [()], limits=limits)
     assert time.monotonic() - start < 5
     assert result == SandboxResult("timeout", [], "wall clock limit of 1.0s exceeded")
-    assert child_processes() == []
+    assert sandbox_children() == []
 
 
 def test_cpu_limit_reports_timeout():
@@ -158,7 +143,7 @@ def test_fork_and_subprocess_are_refused_and_leave_no_processes():
         CaseOutcome("error", None, "SandboxDenied: os.system is not allowed in the sandbox"),
         CaseOutcome("error", None, "SandboxDenied: subprocess.Popen is not allowed in the sandbox"),
     ]
-    assert child_processes() == []
+    assert sandbox_children() == []
 
 
 def test_network_connections_are_refused():
@@ -247,7 +232,7 @@ def test_each_escape_is_rejected_with_a_reason_and_changes_nothing_outside(name,
     assert result.cases == [CaseOutcome("error", None, denied.format(path=target)) for target in TARGETS]
     assert [target for target in TARGETS if Path(target).exists()] == []
     assert sentinel.read_text() == "mine"
-    assert child_processes() == []
+    assert sandbox_children() == []
     # Every case failed, so the task itself is rejected, with the refusal as its reason.
     plan = plan_mbpp_plus(_plus_problem(code, [[target] for target in TARGETS]))
     with pytest.raises(ExtractionError) as rejected:
@@ -439,8 +424,8 @@ def test_run_many_keeps_input_order():
 
 def test_no_sandbox_children_remain():
     run("def f():\n    return 1\n", [()])
-    assert child_processes() == []
-    assert os.getpid() not in child_processes()
+    assert sandbox_children() == []
+    assert os.getpid() not in sandbox_children()
 
 
 def test_cases_past_the_task_budget_are_reported_as_timeouts_without_running():
