@@ -14,7 +14,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 TASKS, CASES, ROUNDS, WORKERS = 60, 100, 3, 2
