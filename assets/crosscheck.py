@@ -6,10 +6,12 @@ endpoint it records `not_run` with the reason. Its answers are cached by request
 (plbench.llm), so a rebuild calls the model only for requests it has not seen.
 """
 
+import contextlib
+
 import dagster as dg
 
+from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import BuildConfig
-from plbench.pipeline import open_engine
 from plbench.release import PreparedRelease
 from plbench.validation.crosscheck import (
     CandidateSet,
@@ -33,11 +35,12 @@ def _tasks(prepared: PreparedRelease) -> dict:
     "at PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL (hint level PLBENCH_LLM_HINT), else not_run.",
 )
 def crosscheck_candidates(
-    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], release_tables: PreparedRelease
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    llm: LLMResource,
+    release_tables: PreparedRelease,
 ) -> CandidateSet:
-    candidates = stage_candidates(
-        _tasks(release_tables), build.crosscheck_solutions, build.llm_hint, build.cache_dir / "llm"
-    )
+    candidates = stage_candidates(_tasks(release_tables), build.crosscheck_solutions, llm.client(), build.llm_hint)
     context.add_output_metadata(
         {"candidates": len(candidates.candidates), "source": candidates.source, "not_run": candidates.reason}
     )
@@ -52,19 +55,13 @@ def crosscheck_candidates(
 def crosscheck(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
+    engines: EnginesResource,
     release_tables: PreparedRelease,
     crosscheck_candidates: CandidateSet,
 ) -> CrosscheckReport:
-    engines = {}
-    if crosscheck_candidates.candidates:
-        for dialect in sorted({c.dialect for c in crosscheck_candidates.candidates}):
-            engine = open_engine(build, dialect)
-            if not isinstance(engine, str):
-                engines[dialect] = engine
-    try:
-        report = stage_crosscheck(_tasks(release_tables), crosscheck_candidates, engines, build.sandbox, build.workers)
-    finally:
-        for engine in engines.values():
-            engine.close()
+    with contextlib.ExitStack() as stack:
+        dialects = sorted({c.dialect for c in crosscheck_candidates.candidates})
+        opened = {d: stack.enter_context(engines.open(d)) for d in dialects}
+        report = stage_crosscheck(_tasks(release_tables), crosscheck_candidates, opened, build.sandbox, build.workers)
     context.add_output_metadata({"crosscheck": dg.MetadataValue.json(report.manifest_entry())})
     return report

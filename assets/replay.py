@@ -11,6 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
+from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.pipeline import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
 
@@ -25,9 +26,13 @@ def _replay_asset(dialect: str):
         description=f"Replay and mutation checks of every task's {dialect} test block on a real server.",
     )
     def replay(
-        context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput
+        context: dg.AssetExecutionContext,
+        build: dg.ResourceParam[BuildConfig],
+        engines: EnginesResource,
+        mbpp_tasks: StageOutput,
     ) -> ReplayReport:
-        report = replay_stage(build, mbpp_tasks, dialect)
+        with engines.open(dialect) as engine:
+            report = replay_stage(mbpp_tasks, engine, build.workers)
         meta = {"ran": report.ran, "seconds": round(report.seconds, 2)}
         if report.ran:
             meta.update(
@@ -75,9 +80,13 @@ def _roundtrip_asset(dialect: str):
         description=f"Every test value as a {dialect} literal, through an identity function and back.",
     )
     def roundtrip(
-        context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput
+        context: dg.AssetExecutionContext,
+        build: dg.ResourceParam[BuildConfig],
+        engines: EnginesResource,
+        mbpp_tasks: StageOutput,
     ) -> RoundTripReport:
-        report = roundtrip_stage(build, mbpp_tasks, dialect)
+        with engines.open(dialect) as engine:
+            report = roundtrip_stage(mbpp_tasks, engine, build.workers)
         context.add_output_metadata(
             {"seconds": round(report.seconds, 2), "counts": dg.MetadataValue.json(report.counts())}
         )

@@ -13,8 +13,8 @@ from collections import Counter
 
 import dagster as dg
 
+from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.pipeline import open_engine
 from plbench.spider.stages import (
     SpiderInputs,
     SpiderTasks,
@@ -101,22 +101,18 @@ def _normalized_asset(dialect: str):
     def normalized(
         context: dg.AssetExecutionContext,
         build: dg.ResourceParam[BuildConfig],
+        engines: EnginesResource,
         spider1_raw: SpiderInputs | None,
         spider2_lite_raw: SpiderInputs | None,
     ) -> None:
         inputs = {"spider1": spider1_raw, "spider2_lite": spider2_lite_raw}
-        engine = open_engine(build, dialect)
-        not_run, engine = (engine, None) if isinstance(engine, str) else ("", engine)
-        try:
+        with engines.open(dialect) as engine:
             for key in context.partition_keys:
                 source, name = split_partition_key(key)
                 if inputs[source] is None:
                     raise RuntimeError(f"partition {key}: {source} was not ingested in this build")
-                report = normalize_database(build, inputs[source], name, dialect, engine, not_run)
+                report = normalize_database(build, inputs[source], name, engine)
                 context.add_asset_metadata(_partition_metadata(report), partition_key=key)
-        finally:
-            if engine is not None:
-                engine.close()
 
     return normalized
 
@@ -214,21 +210,22 @@ def _tasks_metadata(tasks: SpiderTasks) -> dict:
     "reproduces the gold output on PostgreSQL.",
 )
 def spider_plsql_tasks(
-    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], spider1_raw: SpiderInputs | None
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    engines: EnginesResource,
+    spider1_raw: SpiderInputs | None,
 ) -> SpiderTasks:
     if spider1_raw is None:
         return SpiderTasks("spider_plsql")
-    engine = open_engine(build, "postgres")
-    try:
+    with engines.open("postgres") as engine, engines.open("oracle") as oracle:
         tasks = build_spider_plsql(
             build,
             spider1_raw,
             load_reports(build, spider1_raw, "postgres"),
             load_reports(build, spider1_raw, "oracle"),
             engine,
+            oracle,
         )
-    finally:
-        engine.close()
     context.add_output_metadata(_tasks_metadata(tasks))
     return tasks
 

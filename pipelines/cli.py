@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig
+from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig, NotConfigured
 from plbench.paths import project_root
 
 STAGES = {
@@ -192,25 +192,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return report(execute(config, selection, partition=args.database))
 
 
+def _runnable(targets: dict) -> dict:
+    """The opened engines, after saying which dialects have none."""
+    for dialect, target in targets.items():
+        if isinstance(target, NotConfigured):
+            print(f"plbench: {dialect} candidates not run: {target.reason}", file=sys.stderr)
+    return {d: t for d, t in targets.items() if not isinstance(t, NotConfigured)}
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from pipelines.resources import open_engines
     from plbench.evaluate import evaluate, markdown, read_solutions, summarize, write_results
-    from plbench.pipeline import open_engine
 
     config = BuildConfig.from_env()
     release, solutions = Path(args.release).resolve(), Path(args.solutions).resolve()
     candidates = read_solutions(solutions)
-    engines = {}
-    for dialect in sorted({c.dialect for c in candidates}):
-        engine = open_engine(config, dialect)
-        if isinstance(engine, str):
-            print(f"plbench: {dialect} candidates not run: {engine}", file=sys.stderr)
-        else:
-            engines[dialect] = engine
-    try:
-        rows = evaluate(release, candidates, engines)
-    finally:
-        for engine in engines.values():
-            engine.close()
+    with open_engines(config, {c.dialect for c in candidates}) as targets:
+        rows = evaluate(release, candidates, _runnable(targets))
     summary = summarize(rows)
     out = Path(args.out) if args.out else Path("evaluations") / f"{release.name}-{solutions.stem}"
     write_results(out, rows, markdown(summary, release.name, solutions.name))
@@ -223,42 +221,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _crosscheck_engines(config: BuildConfig, dialects: set[str]) -> dict:
-    from plbench.pipeline import open_engine
-
-    engines = {}
-    for dialect in sorted(dialects):
-        engine = open_engine(config, dialect)
-        if isinstance(engine, str):
-            print(f"plbench: {dialect} candidates not run: {engine}", file=sys.stderr)
-        else:
-            engines[dialect] = engine
-    return engines
-
-
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     """Candidates (a file, or a model at one hint level) vs the Python reference; agreement figures."""
-    from plbench import llm
+    from pipelines.resources import llm_resource, open_engines
     from plbench.evaluate import read_solutions, read_tasks
     from plbench.validation import crosscheck as xc
 
-    if args.llm and llm.not_configured():
-        print(f"plbench: crosscheck not run: {llm.not_configured()}", file=sys.stderr)
-        return 2
     config, release = BuildConfig.from_env(), Path(args.release).resolve()
+    client = llm_resource(config, in_definitions=False).client()
+    if args.llm and isinstance(client, NotConfigured):
+        print(f"plbench: crosscheck not run: {client.reason}", file=sys.stderr)
+        return 2
     tasks = read_tasks(release)
     candidates = None if args.llm else read_solutions(Path(args.solutions))
-    engines = _crosscheck_engines(config, {c.dialect for c in candidates} if candidates else set(DIALECT_NAMES))
-    source = f"llm {llm.LLMSettings.from_env().model}, hint {args.hint_level}" if args.llm else args.solutions
-    try:
+    source = f"llm {client.settings.model}, hint {args.hint_level}" if args.llm else args.solutions
+    dialects = {c.dialect for c in candidates} if candidates else set(DIALECT_NAMES)
+    with open_engines(config, dialects) as targets:
+        engines = _runnable(targets)
         if args.llm:
             todo = [t for key, t in sorted(tasks.items()) if key[1] in engines][: args.limit]
-            client = llm.LLMClient(llm.LLMSettings.from_env(), config.cache_dir / "llm")
             candidates = xc.generate_candidates(todo, client, args.hint_level)
         rows = xc.crosscheck(tasks, candidates, engines, config.sandbox, config.workers)
-    finally:
-        for engine in engines.values():
-            engine.close()
     stem = f"llm-{args.hint_level}" if args.llm else Path(args.solutions).stem
     out = Path(args.out) if args.out else Path("crosschecks") / f"{release.name}-{stem}"
     summary = xc.summarize(rows)

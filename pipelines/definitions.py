@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets import crosscheck, mbpp, release, replay, spider
+from pipelines.resources import engines_resource, llm_resource
 from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"
@@ -47,6 +48,8 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
         ],
         resources={
             "build": config,
+            "engines": engines_resource(config),
+            "llm": llm_resource(config),
             "io_manager": dg.FilesystemIOManager(base_dir=str(config.storage_dir)),
         },
     )

@@ -6,11 +6,22 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plbench.llm import LLMSettings, not_configured
 from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
 SUBSETS = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
 DIALECT_NAMES = ("oracle", "postgres")
+NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+
+
+@dataclass(frozen=True)
+class NotConfigured:
+    """A service the build runs without (an Oracle server, a model endpoint) and why: what needed it
+    records `not_run` with this reason. For an engine, `dialect` names the target it stands in for."""
+
+    reason: str
+    dialect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,9 +54,11 @@ class BuildConfig:
     # (PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL) prompted at this hint level, else not run.
     crosscheck_solutions: Path | None = None
     llm_hint: str = "none"
+    llm: LLMSettings | NotConfigured = NotConfigured(not_configured({}))
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
+        """The one place the environment is read (PLBENCH_*); every stage takes what it needs from here."""
         env = os.environ
         values = {
             "raw_dir": Path(env["PLBENCH_RAW_DIR"]).resolve() if env.get("PLBENCH_RAW_DIR") else None,
@@ -55,6 +68,7 @@ class BuildConfig:
             if env.get("PLBENCH_CROSSCHECK_SOLUTIONS")
             else None,
             "llm_hint": env.get("PLBENCH_LLM_HINT") or "none",
+            "llm": NotConfigured(not_configured(env)) if not_configured(env) else LLMSettings.from_env(env),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -1,13 +1,13 @@
 """A small chat client for any OpenAI-compatible endpoint, with every answer cached on disk.
 
-Configuration comes from the environment, so the same code talks to a hosted API or a local
-server (vLLM, llama.cpp, Ollama ...):
+Configuration comes from the environment (read once, by `plbench.config.BuildConfig.from_env`), so
+the same code talks to a hosted API or a local server (vLLM, llama.cpp, Ollama ...):
 
 - `PLBENCH_LLM_BASE_URL`: the endpoint, e.g. `http://127.0.0.1:8000/v1`;
 - `PLBENCH_LLM_MODEL`: the model name the endpoint serves;
 - `PLBENCH_LLM_API_KEY`, else `OPENAI_API_KEY`, else a dummy key (local servers ignore it).
 
-Without a base URL or a model, `not_configured()` gives the reason, which callers record as
+Without a base URL or a model, `not_configured(env)` gives the reason, which callers record as
 `not_run` instead of failing.
 
 Each request is cached under `<cache_dir>/<h[:2]>/<h>.json`, `h` being the sha256 of the
@@ -40,9 +40,8 @@ class LLMSettings:
     timeout_s: float = 120.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> LLMSettings:
+    def from_env(cls, env: Mapping[str, str], **overrides) -> LLMSettings:
         """Settings from the environment; raises ValueError with the reason when not configured."""
-        env = os.environ if env is None else env
         reason = not_configured(env)
         if reason:
             raise ValueError(reason)
@@ -50,9 +49,8 @@ class LLMSettings:
         return cls(env["PLBENCH_LLM_BASE_URL"], env["PLBENCH_LLM_MODEL"], key, **overrides)
 
 
-def not_configured(env: Mapping[str, str] | None = None) -> str | None:
+def not_configured(env: Mapping[str, str]) -> str | None:
     """Why no endpoint is configured (recorded as `not_run`), or None when one is."""
-    env = os.environ if env is None else env
     missing = [name for name in ("PLBENCH_LLM_BASE_URL", "PLBENCH_LLM_MODEL") if not env.get(name)]
     if missing:
         return f"{' and '.join(missing)} not set: no OpenAI-compatible endpoint configured"

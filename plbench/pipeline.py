@@ -12,7 +12,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from plbench.config import BuildConfig
+from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import UnrepresentableValue
 from plbench.dialects.static_checks import check_block_structure, check_type_ddl
@@ -274,50 +274,24 @@ def _restricted(results: list, task_ids: set[str] | None) -> list:
     return results if task_ids is None else [r for r in results if r.task_id in task_ids]
 
 
-def open_engine(config: BuildConfig, dialect: str) -> Engine | str:
-    """The dialect's engine, or the reason it is not configured (a configured engine that fails raises)."""
-    if dialect == "postgres":
-        from plbench.engines.postgres import PostgresEngine
+def run_on_engine(engine: Engine, tasks: StageOutput, check, workers: int) -> tuple[str, list]:
+    """`check(engine, task)` for every task emitted in the engine's dialect, `workers` at a time.
 
-        return PostgresEngine.start(
-            config.pg_dsn, data_dir=config.pg_data_dir, statement_timeout_s=config.statement_timeout_s
-        )
-    if not config.oracle_dsn:
-        return "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
-    from plbench.engines.oracle import OracleEngine
-
-    return OracleEngine.connect(
-        config.oracle_dsn,
-        connect_timeout_s=config.oracle_connect_timeout_s,
-        statement_timeout_s=config.statement_timeout_s,
-    )
-
-
-def run_on_engine(config: BuildConfig, tasks: StageOutput, dialect: str, check) -> tuple[str, list] | str:
-    """`check(engine, task)` for every task emitted in this dialect, `config.workers` at a time.
-
-    Returns (engine version, results in task order), or the reason the dialect's engine is not
-    configured. An engine failure propagates: the stage fails rather than half-reporting.
+    Returns (engine version, results in task order). An engine failure propagates: the stage fails
+    rather than half-reporting.
     """
-    engine = open_engine(config, dialect)
-    if isinstance(engine, str):
-        return engine
-    try:
-        todo = [a.task for a in tasks.items if a.dialect == dialect]
-        with ThreadPoolExecutor(max_workers=config.workers) as pool:
-            return engine.version(), list(pool.map(lambda task: check(engine, task), todo))
-    finally:
-        engine.close()
+    todo = [a.task for a in tasks.items if a.dialect == engine.dialect]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return engine.version(), list(pool.map(lambda task: check(engine, task), todo))
 
 
-def replay_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> ReplayReport:
-    """Replay every task that has artifacts in this dialect, on that dialect's engine."""
+def replay_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: int) -> ReplayReport:
+    """Replay every task that has artifacts in the engine's dialect, on that engine."""
     start = time.perf_counter()
-    outcome = run_on_engine(config, tasks, dialect, validate_task)
-    if isinstance(outcome, str):
-        return ReplayReport(dialect, ran=False, reason=outcome)
-    version, results = outcome
-    return ReplayReport(dialect, True, engine=version, results=results, seconds=time.perf_counter() - start)
+    if isinstance(engine, NotConfigured):
+        return ReplayReport(engine.dialect, ran=False, reason=engine.reason)
+    version, results = run_on_engine(engine, tasks, validate_task, workers)
+    return ReplayReport(engine.dialect, True, engine=version, results=results, seconds=time.perf_counter() - start)
 
 
 @dataclass
@@ -342,12 +316,12 @@ class RoundTripReport:
         }
 
 
-def roundtrip_stage(config: BuildConfig, tasks: StageOutput, dialect: str) -> RoundTripReport:
-    """Round-trip every test value of every task through the dialect's engine."""
+def roundtrip_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: int) -> RoundTripReport:
+    """Round-trip every test value of every task through the engine."""
     start = time.perf_counter()
-    if dialect != "postgres":
-        return RoundTripReport(dialect, False, "the value round trip is implemented for PostgreSQL only")
-    outcome = run_on_engine(config, tasks, dialect, roundtrip_task)
-    if isinstance(outcome, str):
-        return RoundTripReport(dialect, False, outcome)
-    return RoundTripReport(dialect, True, results=outcome[1], seconds=time.perf_counter() - start)
+    if isinstance(engine, NotConfigured):
+        return RoundTripReport(engine.dialect, False, engine.reason)
+    if engine.dialect != "postgres":
+        return RoundTripReport(engine.dialect, False, "the value round trip is implemented for PostgreSQL only")
+    results = run_on_engine(engine, tasks, roundtrip_task, workers)[1]
+    return RoundTripReport(engine.dialect, True, results=results, seconds=time.perf_counter() - start)

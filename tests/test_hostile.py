@@ -465,8 +465,8 @@ def test_a_non_utf8_byte_in_a_sqlite_text_value_is_kept_and_recorded(tmp_path):
 
 
 def test_an_oracle_port_that_never_answers_fails_the_stage_within_the_timeout():
+    from pipelines.resources import OracleResource
     from plbench.engines.base import EngineUnavailable
-    from plbench.pipeline import open_engine
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -474,9 +474,10 @@ def test_an_oracle_port_that_never_answers_fails_the_stage_within_the_timeout():
     port = silent.getsockname()[1]
     try:
         started = time.monotonic()
-        config = BuildConfig(oracle_dsn=f"u/p@127.0.0.1:{port}/FREEPDB1", oracle_connect_timeout_s=1.0)
+        oracle = OracleResource(dsn=f"u/p@127.0.0.1:{port}/FREEPDB1", connect_timeout_s=1.0)
         with pytest.raises(EngineUnavailable, match=rf"Oracle at 127\.0\.0\.1:{port} did not answer within 1 s"):
-            open_engine(config, "oracle")
+            with oracle.open():
+                pass
         assert time.monotonic() - started < 3
     finally:
         silent.close()
@@ -489,6 +490,7 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
     import pgserver
     import psycopg
 
+    from pipelines.resources import PostgresResource
     from plbench.engines.base import EngineUnavailable
     from plbench.pipeline import StageOutput, build_tasks, replay_stage
 
@@ -499,12 +501,13 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), [])], entry="s", source_id=str(i)) for i in range(120)
     ]
     tasks = build_tasks(StageOutput(typed))
-    config = BuildConfig(pg_dsn=dsn, workers=2, statement_timeout_s=5.0)
+    postgres = PostgresResource(dsn=dsn, data_dir=str(data), statement_timeout_s=5.0)
     outcome: dict[str, object] = {}
 
     def replay() -> None:
         try:
-            outcome["report"] = replay_stage(config, tasks, "postgres")
+            with postgres.open() as engine:
+                outcome["report"] = replay_stage(tasks, engine, workers=2)
         except Exception as exc:  # noqa: BLE001 - inspected below
             outcome["error"] = exc
 
@@ -532,7 +535,8 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         assert "lost the PostgreSQL connection" in str(error) or "cannot connect to PostgreSQL" in str(error)
         # Rerun on the restarted server: it completes, every task passes.
         server.ensure_postgres_running()
-        report = replay_stage(config, tasks, "postgres")
+        with postgres.open() as engine:
+            report = replay_stage(tasks, engine, workers=2)
         assert report.ran and len(report.results) == 120
         assert {r.status for r in report.results} == {"passed"}
     finally:

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import sqlglot
 
-from plbench.config import BuildConfig
+from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_block_structure
+from plbench.engines.base import Engine
 from plbench.engines.postgres import PostgresEngine
 from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
 from plbench.normalize.load import LoadReport, load_oracle, load_postgres
@@ -242,13 +243,14 @@ def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
 
 
 def normalize_database(
-    config: BuildConfig, inputs: SpiderInputs, name: str, dialect: str, engine, not_run: str = ""
+    config: BuildConfig, inputs: SpiderInputs, name: str, engine: Engine | NotConfigured
 ) -> DatabaseReport:
-    """Emit, load and verify one database in one dialect; the report is saved too.
+    """Emit, load and verify one database in the engine's dialect.
 
-    `engine` is the dialect's engine, or None when it is not configured (`not_run` says why): Oracle
-    is then checked without a server only.
+    Without a configured engine (`NotConfigured`, which says why), the database is emitted and, for
+    Oracle, checked without a server only.
     """
+    dialect = engine.dialect
     start = time.perf_counter()
     source = load_source(config, inputs, name)
     db = normalize(source, dialect)
@@ -266,8 +268,8 @@ def normalize_database(
     )
     if dialect == "oracle":
         report.static_problems = oracle_static_problems(db)
-    if engine is None:
-        report.not_run = not_run
+    if isinstance(engine, NotConfigured):
+        report.not_run = engine.reason
     elif dialect == "postgres":
         _load_and_check_postgres(config, inputs, name, source, db, engine, report)
     else:
@@ -363,8 +365,10 @@ def build_spider_plsql(
     pg: dict[str, DatabaseReport],
     oracle: dict[str, DatabaseReport],
     engine: PostgresEngine,
+    oracle_engine: Engine | NotConfigured,
 ) -> SpiderTasks:
-    """A task per dev question and dialect whose reference block reproduces the gold output on PostgreSQL."""
+    """A task per dev question and dialect whose reference block reproduces the gold output on PostgreSQL
+    (and, with an Oracle server, on Oracle too)."""
     start = time.perf_counter()
     out = SpiderTasks(inputs.subset)
     equivalence = _equivalence_by_query(pg)
@@ -404,46 +408,42 @@ def build_spider_plsql(
             "passed": passed,
             "failed": len(inputs.questions) - passed,
         },
-        "oracle": _validate_on_oracle(config, inputs, out),
+        "oracle": _validate_on_oracle(config, inputs, out, oracle_engine),
     }
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _validate_on_oracle(config: BuildConfig, inputs: SpiderInputs, out: SpiderTasks) -> dict:
+def _validate_on_oracle(
+    config: BuildConfig, inputs: SpiderInputs, out: SpiderTasks, engine: Engine | NotConfigured
+) -> dict:
     """With an Oracle server: load each database there and run every Oracle row's reference block; a row
     that does not print its reference output is rejected for Oracle. Without one, the rows stay not_run."""
-    from plbench.pipeline import open_engine
-
-    engine = open_engine(config, "oracle")
-    if isinstance(engine, str):
-        return {"ran": False, "reason": engine}
-    try:
-        failed = set()
-        rows = [r for r in out.rows if r["dialect"] == "oracle"]
-        for name in sorted({r["database"] for r in rows}):
-            with engine.session() as session:
-                load = load_oracle(session, normalize(load_source(config, inputs, name), "oracle"))
-                for row in (r for r in rows if r["database"] == name):
-                    why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
-                    if why:
-                        failed.add(row["task_id"])
-                        out.rejections.append(
-                            Rejection(
-                                inputs.subset,
-                                row["source_id"],
-                                "spider_tasks",
-                                "oracle_reference_failed",
-                                why[:1000],
-                                dialect="oracle",
-                            )
+    if isinstance(engine, NotConfigured):
+        return {"ran": False, "reason": engine.reason}
+    failed = set()
+    rows = [r for r in out.rows if r["dialect"] == "oracle"]
+    for name in sorted({r["database"] for r in rows}):
+        with engine.session() as session:
+            load = load_oracle(session, normalize(load_source(config, inputs, name), "oracle"))
+            for row in (r for r in rows if r["database"] == name):
+                why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
+                if why:
+                    failed.add(row["task_id"])
+                    out.rejections.append(
+                        Rejection(
+                            inputs.subset,
+                            row["source_id"],
+                            "spider_tasks",
+                            "oracle_reference_failed",
+                            why[:1000],
+                            dialect="oracle",
                         )
-                    else:
-                        row.update(replay_status="passed", replay_engine=engine.version(), replay_detail=None)
-        out.rows = [r for r in out.rows if not (r["dialect"] == "oracle" and r["task_id"] in failed)]
-        return {"ran": True, "engine": engine.version(), "passed": len(rows) - len(failed), "failed": len(failed)}
-    finally:
-        engine.close()
+                    )
+                else:
+                    row.update(replay_status="passed", replay_engine=engine.version(), replay_detail=None)
+    out.rows = [r for r in out.rows if not (r["dialect"] == "oracle" and r["task_id"] in failed)]
+    return {"ran": True, "engine": engine.version(), "passed": len(rows) - len(failed), "failed": len(failed)}
 
 
 def _oracle_verdict(session, row: dict) -> str:

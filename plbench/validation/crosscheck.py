@@ -56,8 +56,10 @@ import pyarrow.parquet as pq
 
 from plbench import values
 from plbench.compare import Tolerance, same, same_unordered
+from plbench.config import NotConfigured
 from plbench.engines.base import Engine
 from plbench.evaluate import Candidate, run_candidates
+from plbench.llm import LLMClient
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many
 from plbench.validation.diagnostics import INTERFACE, REFERENCE_ERROR
 
@@ -409,19 +411,16 @@ def checkable_tasks(rows: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def stage_candidates(
-    tasks: dict[tuple[str, str], dict], solutions: Path | None, hint: str, llm_cache: Path
+    tasks: dict[tuple[str, str], dict], solutions: Path | None, client: LLMClient | NotConfigured, hint: str
 ) -> CandidateSet:
     """Candidates from the solutions file when one is given, else from the configured model."""
     from plbench.evaluate import read_solutions
-    from plbench.llm import LLMClient, LLMSettings, not_configured
 
     if solutions is not None:
         known = [c for c in read_solutions(solutions) if (c.task_id, c.dialect) in tasks]
         return CandidateSet(known, source=f"file:{solutions.name}")
-    reason = not_configured()
-    if reason:
-        return CandidateSet([], reason=f"{reason}, and PLBENCH_CROSSCHECK_SOLUTIONS is not set")
-    client = LLMClient(LLMSettings.from_env(), llm_cache)
+    if isinstance(client, NotConfigured):
+        return CandidateSet([], reason=f"{client.reason}, and PLBENCH_CROSSCHECK_SOLUTIONS is not set")
     wanted = [t for key, t in sorted(tasks.items()) if key[1] == "postgres"]
     return CandidateSet(generate_candidates(wanted, client, hint), source=f"llm:{client.settings.model}:{hint}")
 
@@ -429,12 +428,13 @@ def stage_candidates(
 def stage_crosscheck(
     tasks: dict[tuple[str, str], dict],
     candidates: CandidateSet,
-    engines: dict[str, Engine],
+    targets: dict[str, Engine | NotConfigured],
     limits: SandboxLimits,
     workers: int,
 ) -> CrosscheckReport:
     if not candidates.candidates:
         return CrosscheckReport(False, reason=candidates.reason or "no candidate names a task of this release")
+    engines = {d: e for d, e in targets.items() if not isinstance(e, NotConfigured)}
     runnable = [c for c in candidates.candidates if c.dialect in engines]
     rows = crosscheck(tasks, runnable, engines, limits, workers)
     return CrosscheckReport(True, source=candidates.source, rows=rows)
