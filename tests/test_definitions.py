@@ -73,3 +73,29 @@ def test_validate_before_any_build_says_what_to_do(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(cli.BuildConfig, "storage_dir", property(lambda self: tmp_path / "empty"))
     assert cli.main(["validate", "--stage", "replay", "--dialect", "postgres"]) == 2
     assert "run `plbench build` once" in capsys.readouterr().err
+
+
+def test_resources_come_from_the_environment_once_and_say_what_is_not_configured(monkeypatch, tmp_path):
+    from pipelines.resources import engines_resource, llm_resource
+    from plbench.config import NO_ORACLE, BuildConfig, NotConfigured
+
+    for name in ("PLBENCH_ORACLE_DSN", "PLBENCH_LLM_BASE_URL", "PLBENCH_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    config = BuildConfig.from_env(cache_dir=tmp_path)
+    with engines_resource(config).open("oracle") as oracle:
+        assert oracle == NotConfigured(NO_ORACLE, dialect="oracle")
+    assert llm_resource(config).client() == NotConfigured(
+        "PLBENCH_LLM_BASE_URL and PLBENCH_LLM_MODEL not set: no OpenAI-compatible endpoint configured"
+    )
+    monkeypatch.setenv("PLBENCH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PLBENCH_LLM_MODEL", "m")
+    monkeypatch.setenv("PLBENCH_LLM_API_KEY", "secret")
+    monkeypatch.setenv("PLBENCH_ORACLE_DSN", "u/secret@127.0.0.1:9/FREEPDB1")
+    configured = BuildConfig.from_env(cache_dir=tmp_path)
+    client = llm_resource(configured, in_definitions=False).client()
+    assert (client.settings.model, client.settings.api_key) == ("m", "secret")
+    assert client.cache_dir == tmp_path / "llm"
+    # Given to Definitions, what came from the environment is named, never spelled out.
+    assert isinstance(llm_resource(configured).api_key, dg.EnvVar)
+    assert engines_resource(configured).oracle.dsn == dg.EnvVar("PLBENCH_ORACLE_DSN")
+    assert engines_resource(configured, in_definitions=False).oracle.dsn == "u/secret@127.0.0.1:9/FREEPDB1"
