@@ -195,7 +195,7 @@ def gold_equivalence_floor(
 
 def _tasks_metadata(tasks: SpiderTasks) -> dict:
     return {
-        "rows_by_dialect": dg.MetadataValue.json(dict(Counter(r["dialect"] for r in tasks.rows))),
+        "rows_by_dialect": dg.MetadataValue.json(dict(Counter(r.dialect for r in tasks.rows))),
         "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in tasks.rejections))),
         "validation": dg.MetadataValue.json(tasks.validation),
         "seconds": round(tasks.seconds, 2),

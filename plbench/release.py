@@ -27,6 +27,8 @@ from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.artifacts import TypedTask
 from plbench.pipeline import ReplayReport, RoundTripReport, collect_types
 from plbench.records import Rejection, task_id
+from plbench.release_diff import diff_rows
+from plbench.taskrow import TASK_SCHEMA, TaskRow, arrow_schema, as_record, task_records
 
 SOURCE_DATASETS = {
     "mbpp": "google-research/mbpp",
@@ -36,56 +38,12 @@ SOURCE_DATASETS = {
 }
 LICENCES = {"mbpp": "CC-BY-4.0", "mbpp_plus": "Apache-2.0", "spider_plsql": "CC-BY-SA-4.0", "spider2": "MIT"}
 
-_STR_LIST = pa.list_(pa.string())
-TASK_SCHEMA = pa.schema(
-    [
-        ("task_id", pa.string()),
-        ("subset", pa.string()),
-        ("dialect", pa.string()),
-        ("source_dataset", pa.string()),
-        ("source_id", pa.string()),
-        ("database", pa.string()),
-        ("prompt", pa.string()),
-        ("entry_point", pa.string()),
-        ("signature", pa.string()),
-        ("setup_sql", pa.string()),
-        ("scaffold", pa.string()),
-        ("reference_code", pa.string()),
-        ("python_reference", pa.string()),
-        ("test_block", pa.string()),
-        ("test_cases", pa.string()),
-        ("comparison", pa.string()),
-        ("difficulty", pa.string()),
-        ("turns", pa.int32()),
-        ("plsql_constructs", _STR_LIST),
-        ("reasoning_types", _STR_LIST),
-        ("tables_required", _STR_LIST),
-        ("columns_required", _STR_LIST),
-        ("replay_status", pa.string()),
-        ("replay_engine", pa.string()),
-        ("replay_detail", pa.string()),
-        ("mutants_total", pa.int32()),
-        ("mutants_killed", pa.int32()),
-        ("crosscheck_status", pa.string()),
-        ("crosscheck_detail", pa.string()),
-        ("notes", _STR_LIST),
-        ("raw_sha256", pa.string()),
-        ("builder_version", pa.string()),
-        ("build_id", pa.string()),
-    ]
-)
-REJECTION_SCHEMA = pa.schema(
-    [
-        ("subset", pa.string()),
-        ("source_id", pa.string()),
-        ("dialect", pa.string()),
-        ("level", pa.string()),
-        ("stage", pa.string()),
-        ("reason_code", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
+REJECTION_COLUMNS = ("subset", "source_id", "dialect", "level", "stage", "reason_code", "detail")
+REJECTION_SCHEMA = arrow_schema(Rejection, REJECTION_COLUMNS)
 TYPE_SCHEMA = pa.schema([("dialect", pa.string()), ("name", pa.string()), ("ddl", pa.string()), ("tasks", pa.int32())])
+
+
+CONTENT_FIELDS = ("prompt", "signature", "setup_sql", "scaffold", "test_block", "test_cases")  # the diff's "changed"
 
 
 class ReleaseExists(FileExistsError):
@@ -115,7 +73,7 @@ def plsql_constructs(task: TypedTask) -> list[str]:
 
 def task_rows(
     artifacts: list, replays: dict, reference_code: dict, raw_sha: dict[str, str], build: str
-) -> tuple[list[dict], list[Rejection]]:
+) -> tuple[list[TaskRow], list[Rejection]]:
     """One row per released task and dialect, and a rejection for each task a dialect does not release.
 
     A dialect whose replay did not run (no server) releases a task only when the PostgreSQL
@@ -139,7 +97,7 @@ def task_rows(
             )
             continue
         rows.append(_row(task, art, status, detail, engine, mutants, reference_code, raw_sha, build))
-    return sorted(rows, key=lambda r: (r["subset"], r["task_id"], r["dialect"])), rejections
+    return rows, rejections
 
 
 def _replay_fields(art, report, results) -> tuple[str, str, str | None, tuple[int, int] | None]:
@@ -157,68 +115,48 @@ def _replay_fields(art, report, results) -> tuple[str, str, str | None, tuple[in
     return "not_run", report.reason, None, None
 
 
-def _row(task: TypedTask, art, status, detail, engine, mutants, reference_code, raw_sha, build) -> dict:
+def _row(task: TypedTask, art, status, detail, engine, mutants, reference_code, raw_sha, build) -> TaskRow:
     comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol, "unordered": task.comparison.unordered}
-    return {
-        "task_id": task.task_id,
-        "subset": task.subset,
-        "dialect": art.dialect,
-        "source_dataset": SOURCE_DATASETS[task.subset],
-        "source_id": task.source_id,
-        "database": None,
-        "prompt": art.prompt,
-        "entry_point": task.entry_point,
-        "signature": art.signature,
-        "setup_sql": art.setup_sql,
-        "scaffold": art.scaffold,
-        "reference_code": None,
-        "python_reference": reference_code[(task.subset, task.source_id)],
-        "test_block": art.test_block,
-        "test_cases": art.test_cases,
-        "comparison": json.dumps(comparison, sort_keys=True),
-        "difficulty": None,
-        "turns": 1,
-        "plsql_constructs": plsql_constructs(task),
-        "reasoning_types": [],
-        "tables_required": [],
-        "columns_required": [],
-        "replay_status": status,
-        "replay_engine": engine,
-        "replay_detail": detail or None,
-        "mutants_total": mutants[0] if mutants else None,
-        "mutants_killed": mutants[1] if mutants else None,
-        "crosscheck_status": "not_run",
-        "crosscheck_detail": "the crosscheck stage is not part of this build",
-        "notes": list(task.notes),
-        "raw_sha256": raw_sha[task.subset],
-        "builder_version": __version__,
-        "build_id": build,
-    }
+    return TaskRow(
+        task_id=task.task_id,
+        subset=task.subset,
+        dialect=art.dialect,
+        source_dataset=SOURCE_DATASETS[task.subset],
+        source_id=task.source_id,
+        prompt=art.prompt,
+        entry_point=task.entry_point,
+        signature=art.signature,
+        setup_sql=art.setup_sql,
+        scaffold=art.scaffold,
+        python_reference=reference_code[(task.subset, task.source_id)],
+        test_block=art.test_block,
+        test_cases=art.test_cases,
+        comparison=json.dumps(comparison, sort_keys=True),
+        plsql_constructs=tuple(plsql_constructs(task)),
+        replay_status=status,
+        replay_engine=engine,
+        replay_detail=detail or None,
+        mutants_total=mutants[0] if mutants else None,
+        mutants_killed=mutants[1] if mutants else None,
+        crosscheck_detail="the crosscheck stage is not part of this build",
+        notes=tuple(task.notes),
+        raw_sha256=raw_sha[task.subset],
+        build_id=build,
+    )
 
 
 def rejection_rows(rejections: list[Rejection]) -> list[dict]:
-    rows = [
-        {
-            "subset": r.subset,
-            "source_id": r.source_id,
-            "dialect": r.dialect,
-            "level": r.level,
-            "stage": r.stage,
-            "reason_code": r.reason_code,
-            "detail": r.detail,
-        }
-        for r in rejections
-    ]
-    return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
+    rows = [as_record(r) for r in rejections]
+    return sorted(rows, key=lambda r: tuple(str(r[c]) for c in REJECTION_COLUMNS))
 
 
-def subset_counts(subset: str, input_count: int, rows: list[dict], rejections: list[Rejection]) -> dict:
+def subset_counts(subset: str, input_count: int, rows: list[TaskRow], rejections: list[Rejection]) -> dict:
     """Released and rejected counts of one subset; `reconciles` checks input = released + rejected per dialect."""
     task_level = [r for r in rejections if r.subset == subset and r.level == "task"]
     shared = Counter(r.reason_code for r in task_level if r.dialect is None)
     released, by_dialect, reconciles = {}, {}, {}
     for dialect in DIALECT_NAMES:
-        released[dialect] = sum(1 for r in rows if r["subset"] == subset and r["dialect"] == dialect)
+        released[dialect] = sum(1 for r in rows if r.subset == subset and r.dialect == dialect)
         by_dialect[dialect] = dict(sorted(Counter(r.reason_code for r in task_level if r.dialect == dialect).items()))
         rejected_ids = {r.source_id for r in task_level if r.dialect in (None, dialect)}
         reconciles[dialect] = input_count == released[dialect] + sum(shared.values()) + sum(
@@ -240,7 +178,7 @@ def subset_counts(subset: str, input_count: int, rows: list[dict], rejections: l
     }
 
 
-def diff_against_previous(out_dir: Path, rows: list[dict]) -> dict | None:
+def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
     """Tasks added, removed and changed since the newest release already in out_dir."""
     previous = sorted(
         (p for p in out_dir.glob("*/tasks.parquet") if not p.parent.name.startswith(".")),
@@ -248,19 +186,13 @@ def diff_against_previous(out_dir: Path, rows: list[dict]) -> dict | None:
     )
     if not previous:
         return None
-    old = {(r["task_id"], r["dialect"]): _content_hash(r) for r in pq.read_table(previous[-1]).to_pylist()}
-    new = {(r["task_id"], r["dialect"]): _content_hash(r) for r in rows}
+    diff = diff_rows(pq.read_table(previous[-1]).to_pylist(), task_records(rows), CONTENT_FIELDS)
     return {
         "against": previous[-1].parent.name,
-        "added": len(new.keys() - old.keys()),
-        "removed": len(old.keys() - new.keys()),
-        "changed": sum(1 for k in new.keys() & old.keys() if new[k] != old[k]),
+        "added": len(diff.added),
+        "removed": len(diff.removed),
+        "changed": len(diff.changed),
     }
-
-
-def _content_hash(row: dict) -> str:
-    fields = ("prompt", "signature", "setup_sql", "scaffold", "test_block", "test_cases")
-    return hashlib.sha256(json.dumps([row.get(f) for f in fields]).encode()).hexdigest()
 
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
@@ -439,8 +371,14 @@ class PreparedRelease:
     """A release in memory: what `write_release` writes, checked before anything is written."""
 
     version: str
-    tables: dict[str, tuple[list[dict], pa.Schema]]
+    tasks: list[TaskRow]
+    other_tables: dict[str, tuple[list[dict], pa.Schema]]  # every table but tasks.parquet
     manifest: dict
+
+    @property
+    def tables(self) -> dict[str, tuple[list[dict], pa.Schema]]:
+        """Every release table as Arrow rows and schema, tasks.parquet derived from the typed rows."""
+        return {"tasks.parquet": (task_records(self.tasks), TASK_SCHEMA), **self.other_tables}
 
 
 def prepare_release(
@@ -466,13 +404,13 @@ def prepare_release(
     reference = {(p.subset, p.source_id): p.reference_code for subset in ingested for p in subset.problems}
     raw_sha = {subset.subset: next(iter(subset.inputs.values())) for subset in ingested}
     rows, replay_rejections = task_rows(artifacts, replays, reference, raw_sha, build)
-    rows += [dict(r, build_id=build) for tasks in extra_tasks for r in tasks.rows]
-    rows.sort(key=lambda r: (r["subset"], r["task_id"], r["dialect"]))
+    rows += [r.with_(build_id=build) for tasks in extra_tasks for r in tasks.rows]
+    rows.sort(key=lambda r: (r.subset, r.task_id, r.dialect))
     rejections = [r for subset in ingested for r in subset.rejections]
     rejections += [r for stage in stages for r in stage.rejections] + replay_rejections
     rejections += [r for extra in extra_inputs for r in extra.rejections]
     rejections += [r for tasks in extra_tasks for r in tasks.rejections]
-    released = {(r["task_id"], r["dialect"]) for r in rows}
+    released = {r.key for r in rows}
     types = collect_types([a for a in artifacts if (a.task_id, a.dialect) in released])
     manifest = build_manifest(config, version, build, ingested, rows, rejections, replays, roundtrips, types)
     _extra_subsets(manifest, list(extra_inputs), list(extra_tasks), rows, rejections)
@@ -484,7 +422,6 @@ def prepare_release(
     if broken:
         raise AssertionError(f"counts do not reconcile (input != released + rejected): {broken}")
     tables = {
-        "tasks.parquet": (rows, TASK_SCHEMA),
         "rejections.parquet": (rejection_rows(rejections), REJECTION_SCHEMA),
         "types.parquet": (types, TYPE_SCHEMA),
     }
@@ -494,7 +431,7 @@ def prepare_release(
         tables["databases.parquet"] = (normalization.database_rows, DATABASE_SCHEMA)
         if normalization.gold_rows:
             tables["gold_queries.parquet"] = (normalization.gold_rows, GOLD_SCHEMA)
-    return PreparedRelease(version, tables, manifest)
+    return PreparedRelease(version, rows, tables, manifest)
 
 
 def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
@@ -508,13 +445,10 @@ def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
     """Each task row's crosscheck status, and the manifest's `crosscheck` section, from the stage's
     report (plbench.validation.crosscheck.CrosscheckReport)."""
     statuses = report.task_statuses() if report.ran else {}
-    rows, schema = prepared.tables["tasks.parquet"]
+    unchecked = ("not_run", report.reason if not report.ran else "no candidate was checked for this task")
     updated = []
-    for row in rows:
-        status, detail = statuses.get(
-            (row["task_id"], row["dialect"]),
-            ("not_run", report.reason if not report.ran else "no candidate was checked for this task"),
-        )
-        updated.append(dict(row, crosscheck_status=status, crosscheck_detail=detail))
-    tables = dict(prepared.tables, **{"tasks.parquet": (updated, schema)})
-    return PreparedRelease(prepared.version, tables, dict(prepared.manifest, crosscheck=report.manifest_entry()))
+    for row in prepared.tasks:
+        status, detail = statuses.get(row.key, unchecked)
+        updated.append(row.with_(crosscheck_status=status, crosscheck_detail=detail))
+    manifest = dict(prepared.manifest, crosscheck=report.manifest_entry())
+    return PreparedRelease(prepared.version, updated, prepared.other_tables, manifest)

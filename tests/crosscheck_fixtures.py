@@ -19,8 +19,9 @@ from plbench.config import BuildConfig
 from plbench.engines.base import Engine
 from plbench.pipeline import ReplayReport, build_tasks, extract_test_cases, infer_signatures, ingest
 from plbench.raw_sources import SourceFile
-from plbench.release import TASK_SCHEMA, task_rows
+from plbench.release import task_rows
 from plbench.sandbox import SandboxLimits
+from plbench.taskrow import TASK_SCHEMA, task_records
 from plbench.validation.replay import validate_task
 
 SOLUTIONS = Path(__file__).with_name("data") / "crosscheck_solutions.jsonl"
@@ -271,5 +272,5 @@ def build_release(root: Path, engine: Engine) -> Path:
         raise AssertionError(f"fixture tasks failed replay: {rejected}")
     out = root / "release"
     out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=TASK_SCHEMA), out / "tasks.parquet")
+    pq.write_table(pa.Table.from_pylist(task_records(rows), schema=TASK_SCHEMA), out / "tasks.parquet")
     return out

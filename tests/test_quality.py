@@ -7,9 +7,10 @@ import json
 import pytest
 
 from plbench.quality import check_release, expand_suite, failed_suites, load_suite
-from plbench.release import REJECTION_SCHEMA, TASK_SCHEMA, TYPE_SCHEMA, PreparedRelease
+from plbench.release import REJECTION_SCHEMA, TYPE_SCHEMA, PreparedRelease
 from plbench.spider.summary import DATABASE_SCHEMA
 from plbench.spider.tasks import oracle_reference_block, postgres_reference_block
+from plbench.taskrow import TaskRow
 from plbench.validation.metadata import (
     detect_constructs,
     embedded_queries,
@@ -19,34 +20,35 @@ from plbench.validation.metadata import (
 )
 
 
-def _task(task_id: str, dialect: str, **changes) -> dict:
-    row = {
-        "task_id": task_id,
-        "subset": task_id.split("/")[0],
-        "dialect": dialect,
-        "source_dataset": "mbpp",
-        "source_id": task_id.split("/")[1],
-        "prompt": "Write f.",
-        "entry_point": "f",
-        "signature": "{}",
-        "setup_sql": "",
-        "scaffold": "CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint",
-        "python_reference": "def f(x): return x",
-        "test_block": "DO $$ BEGIN END $$;",
-        "test_cases": '[{"args": [1], "expected": 1}]',
-        "comparison": '{"atol": 0}',
-        "turns": 1,
-        "plsql_constructs": ["function"],
-        "replay_status": "passed",
-        "replay_engine": "PostgreSQL 16",
-        "mutants_total": 3,
-        "mutants_killed": 3,
-        "crosscheck_status": "not_run",
-        "raw_sha256": "ab" * 32,
-        "builder_version": "0.1.0",
-        "build_id": "b1",
-    }
-    return row | changes
+def _task(task_id: str, dialect: str, **changes) -> TaskRow:
+    return TaskRow(
+        task_id=task_id,
+        subset=task_id.split("/")[0],
+        dialect=dialect,
+        source_dataset="mbpp",
+        source_id=task_id.split("/")[1],
+        prompt="Write f.",
+        entry_point="f",
+        signature="{}",
+        setup_sql="",
+        scaffold="CREATE OR REPLACE FUNCTION f(x bigint) RETURNS bigint",
+        python_reference="def f(x): return x",
+        test_block="DO $$ BEGIN END $$;",
+        test_cases='[{"args": [1], "expected": 1}]',
+        comparison='{"atol": 0}',
+        plsql_constructs=("function",),
+        replay_status="passed",
+        replay_engine="PostgreSQL 16",
+        mutants_total=3,
+        mutants_killed=3,
+        raw_sha256="ab" * 32,
+        builder_version="0.1.0",
+        build_id="b1",
+    ).with_(**changes)
+
+
+def _change_task(prepared: PreparedRelease, index: int, **changes) -> None:
+    prepared.tasks[index] = prepared.tasks[index].with_(**changes)
 
 
 def _database(dialect: str, **changes) -> dict:
@@ -100,8 +102,8 @@ def _release() -> PreparedRelease:
     manifest = {"subsets": {"mbpp": counts}, "types": {"postgres": 1}, "normalization": normalization}
     return PreparedRelease(
         "t",
+        tasks,
         {
-            "tasks.parquet": (tasks, TASK_SCHEMA),
             "rejections.parquet": (rejections, REJECTION_SCHEMA),
             "types.parquet": (types, TYPE_SCHEMA),
             "databases.parquet": ([_database("oracle"), _database("postgres")], DATABASE_SCHEMA),
@@ -127,7 +129,7 @@ def test_a_consistent_release_passes_every_suite(clean):
 
 def test_a_null_required_field_fails_the_tasks_suite(clean):
     broken = copy.deepcopy(clean)
-    broken.tables["tasks.parquet"][0][1]["prompt"] = None
+    _change_task(broken, 1, prompt=None)
     failures = _failures(broken)
     assert list(failures) == ["tasks"]
     assert any("expect_column_values_to_not_be_null" in f and "'prompt'" in f for f in failures["tasks"])
@@ -135,23 +137,22 @@ def test_a_null_required_field_fails_the_tasks_suite(clean):
 
 def test_a_subset_specific_required_field_is_checked_only_where_it_applies(clean):
     broken = copy.deepcopy(clean)
-    broken.tables["tasks.parquet"][0][0]["entry_point"] = None  # an MBPP task needs its entry point
-    broken.tables["tasks.parquet"][0][1]["database"] = None  # MBPP tasks have no database: fine
+    _change_task(broken, 0, entry_point=None)  # an MBPP task needs its entry point
+    _change_task(broken, 1, database=None)  # MBPP tasks have no database: fine
     failures = _failures(broken)
     assert len(failures["tasks"]) == 1 and "'entry_point'" in failures["tasks"][0]
 
 
 def test_a_task_id_released_twice_for_one_dialect_fails(clean):
     broken = copy.deepcopy(clean)
-    rows = broken.tables["tasks.parquet"][0]
-    rows[2] = _task("mbpp/1", "oracle")  # mbpp/1 twice in Oracle, mbpp/2 gone from Oracle
+    broken.tasks[2] = _task("mbpp/1", "oracle")  # mbpp/1 twice in Oracle, mbpp/2 gone from Oracle
     failures = _failures(broken)["tasks"]
     assert any("expect_compound_columns_to_be_unique" in f and "2 unexpected" in f for f in failures)
 
 
 def test_an_unknown_enumeration_value_fails(clean):
     broken = copy.deepcopy(clean)
-    broken.tables["tasks.parquet"][0][0]["replay_status"] = "failed"
+    _change_task(broken, 0, replay_status="failed")
     broken.tables["rejections.parquet"][0][0]["level"] = "database"
     failures = _failures(broken)
     assert any("replay_status" in f and "['failed']" in f for f in failures["tasks"])
@@ -160,7 +161,7 @@ def test_an_unknown_enumeration_value_fails(clean):
 
 def test_an_unparsable_json_column_fails(clean):
     broken = copy.deepcopy(clean)
-    broken.tables["tasks.parquet"][0][3]["test_cases"] = '[{"args": [1]'
+    _change_task(broken, 3, test_cases='[{"args": [1]')
     broken.tables["databases.parquet"][0][1]["decisions"] = "{not json"
     failures = _failures(broken)
     assert any("expect_column_values_to_be_json_parseable" in f and "'test_cases'" in f for f in failures["tasks"])
@@ -298,7 +299,7 @@ def test_the_blocking_check_fails_on_a_failed_suite_and_names_the_failures(clean
     from assets.release import quality_suites
 
     broken = copy.deepcopy(clean)
-    broken.tables["tasks.parquet"][0][0]["dialect"] = "mysql"
+    _change_task(broken, 0, dialect="mysql")
     broken.manifest["quality"] = check_release(broken)
     result = quality_suites(broken)
     assert result.passed is False

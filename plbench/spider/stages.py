@@ -43,6 +43,7 @@ from plbench.spider.tasks import (
     prompt,
     reference_output,
 )
+from plbench.taskrow import TaskRow
 
 
 @dataclass
@@ -338,6 +339,8 @@ def _queries_of(inputs: SpiderInputs, name: str) -> list[GoldQuery]:
 
 # ---- Spider-PLSQL tasks ------------------------------------------------------------------------
 
+SPIDER_CONSTRUCTS = ("anonymous_block", "cursor_for_loop")
+SPIDER_CROSSCHECK = "the crosscheck stage covers MBPP tasks"
 SCAFFOLDS = {
     "postgres": "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <one result row, fields separated by commas>;\nEND\n$$;",
     "oracle": "BEGIN\n  -- DBMS_OUTPUT.PUT_LINE(<one result row, fields separated by commas>);\n  NULL;\nEND;\n/",
@@ -349,7 +352,7 @@ class SpiderTasks:
     """Task rows (release schema) per dialect, and the questions each dialect did not release."""
 
     subset: str
-    rows: list[dict] = field(default_factory=list)
+    rows: list[TaskRow] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     validation: dict[str, dict] = field(default_factory=dict)  # dialect -> replay counts for the manifest
     seconds: float = 0.0
@@ -421,19 +424,19 @@ def _validate_on_oracle(
     that does not print its reference output is rejected for Oracle. Without one, the rows stay not_run."""
     if isinstance(engine, NotConfigured):
         return {"ran": False, "reason": engine.reason}
-    failed = set()
-    rows = [r for r in out.rows if r["dialect"] == "oracle"]
-    for name in sorted({r["database"] for r in rows}):
+    failed, passed = set(), {}
+    rows = [r for r in out.rows if r.dialect == "oracle"]
+    for name in sorted({r.database for r in rows}):
         with engine.session() as session:
             load = load_oracle(session, normalize(load_source(config, inputs, name), "oracle"))
-            for row in (r for r in rows if r["database"] == name):
+            for row in (r for r in rows if r.database == name):
                 why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
                 if why:
-                    failed.add(row["task_id"])
+                    failed.add(row.task_id)
                     out.rejections.append(
                         Rejection(
                             inputs.subset,
-                            row["source_id"],
+                            row.source_id,
                             "spider_tasks",
                             "oracle_reference_failed",
                             why[:1000],
@@ -441,15 +444,17 @@ def _validate_on_oracle(
                         )
                     )
                 else:
-                    row.update(replay_status="passed", replay_engine=engine.version(), replay_detail=None)
-    out.rows = [r for r in out.rows if not (r["dialect"] == "oracle" and r["task_id"] in failed)]
+                    passed[row.key] = row.with_(
+                        replay_status="passed", replay_engine=engine.version(), replay_detail=None
+                    )
+    out.rows = [passed.get(r.key, r) for r in out.rows if not (r.dialect == "oracle" and r.task_id in failed)]
     return {"ran": True, "engine": engine.version(), "passed": len(rows) - len(failed), "failed": len(failed)}
 
 
-def _oracle_verdict(session, row: dict) -> str:
+def _oracle_verdict(session, row: TaskRow) -> str:
     """Why the row's Oracle reference block does not print its reference output ('' when it does)."""
-    expected = json.loads(row["test_cases"])
-    printed = session.execute(row["reference_code"])
+    expected = json.loads(row.test_cases)
+    printed = session.execute(row.reference_code)
     if not printed.ok:
         return f"{printed.error.code}: {printed.error.message}" if printed.error else "timed out"
     if outputs_match(ReferenceOutput(tuple(expected["expected_lines"]), expected["ordered"]), printed.lines):
@@ -459,7 +464,7 @@ def _oracle_verdict(session, row: dict) -> str:
 
 def _question_rows(
     q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None, equivalence, engine_version: str
-) -> tuple[list[dict], list[tuple[str, str, str]]]:
+) -> tuple[list[TaskRow], list[tuple[str, str, str]]]:
     """The question's rows, and (dialect, reason, detail) for a dialect that does not release it.
 
     Raises TaskBuildError when no dialect can release it (the PostgreSQL reference fails)."""
@@ -506,45 +511,26 @@ def _task_row(
     status: str,
     engine: str | None,
     detail: str,
-) -> dict:
-    from plbench import __version__
-
+) -> TaskRow:
     expected = {"expected_lines": list(reference.lines), "ordered": reference.ordered}
-    return {
-        "task_id": f"spider_plsql/{q.source_id}",
-        "subset": "spider_plsql",
-        "dialect": dialect,
-        "source_dataset": "Spider 1.0 dev",
-        "source_id": q.source_id,
-        "database": q.db_id,
-        "prompt": prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered),
-        "entry_point": None,
-        "signature": None,
-        "setup_sql": None,
-        "scaffold": SCAFFOLDS[dialect],
-        "reference_code": block,
-        "python_reference": None,
-        "test_block": None,
-        "test_cases": json.dumps(expected, ensure_ascii=False),
-        "comparison": json.dumps({"ordered": reference.ordered, "output_format": "plbench.spider.output_format"}),
-        "difficulty": None,
-        "turns": 1,
-        "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
-        "reasoning_types": [],
-        "tables_required": [],
-        "columns_required": [],
-        "replay_status": status,
-        "replay_engine": engine,
-        "replay_detail": detail or None,
-        "mutants_total": None,
-        "mutants_killed": None,
-        "crosscheck_status": "not_run",
-        "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
-        "notes": [],
-        "raw_sha256": None,
-        "builder_version": __version__,
-        "build_id": None,
-    }
+    return TaskRow(
+        task_id=f"spider_plsql/{q.source_id}",
+        subset="spider_plsql",
+        dialect=dialect,
+        source_dataset="Spider 1.0 dev",
+        source_id=q.source_id,
+        database=q.db_id,
+        prompt=prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered),
+        scaffold=SCAFFOLDS[dialect],
+        reference_code=block,
+        test_cases=json.dumps(expected, ensure_ascii=False),
+        comparison=json.dumps({"ordered": reference.ordered, "output_format": "plbench.spider.output_format"}),
+        plsql_constructs=SPIDER_CONSTRUCTS,
+        replay_status=status,
+        replay_engine=engine,
+        replay_detail=detail or None,
+        crosscheck_detail=SPIDER_CROSSCHECK,
+    )
 
 
 # ---- Spider 2.0-Lite task rows -----------------------------------------------------------------
@@ -596,7 +582,7 @@ def build_spider2(
     return out
 
 
-def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tuple[list[dict], list[Rejection]]:
+def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tuple[list[TaskRow], list[Rejection]]:
     def reject(code: str, detail: str, dialect: str | None = None) -> Rejection:
         return Rejection("spider2", task.instance_id, "spider2_tasks", code, detail[:1000], dialect=dialect)
 
@@ -635,9 +621,7 @@ def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
     )
 
 
-def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
-    from plbench import __version__
-
+def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> TaskRow:
     question = task.question.strip()
     if task.external_knowledge:
         question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
@@ -649,41 +633,28 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> dict:
         if task.executes_on_samples
         else f"no ({task.sqlstate}: {task.execution_error})"
     )
-    return {
-        "task_id": f"spider2/{task.instance_id}",
-        "subset": "spider2",
-        "dialect": dialect,
-        "source_dataset": f"Spider 2.0-Lite ({task.source_dialect})",
-        "source_id": task.instance_id,
-        "database": db.name,
-        "prompt": prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
-        "entry_point": None,
-        "signature": None,
-        "setup_sql": None,
-        "scaffold": SCAFFOLDS[dialect],
-        "reference_code": gold,
-        "python_reference": None,
-        "test_block": None,
-        "test_cases": json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
-        "comparison": json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
-        "difficulty": None,
-        "turns": 1,
-        "plsql_constructs": ["anonymous_block", "cursor_for_loop"],
-        "reasoning_types": [],
+    return TaskRow(
+        task_id=f"spider2/{task.instance_id}",
+        subset="spider2",
+        dialect=dialect,
+        source_dataset=f"Spider 2.0-Lite ({task.source_dialect})",
+        source_id=task.instance_id,
+        database=db.name,
+        prompt=prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
+        scaffold=SCAFFOLDS[dialect],
+        reference_code=gold,
+        test_cases=json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
+        comparison=json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
+        plsql_constructs=SPIDER_CONSTRUCTS,
         **_required_in_target_names(task, db),
-        "replay_status": "not_run",
-        "replay_engine": None,
-        "replay_detail": f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
-        "mutants_total": None,
-        "mutants_killed": None,
-        "crosscheck_status": "not_run",
-        "crosscheck_detail": "the crosscheck stage covers MBPP tasks",
-        "notes": [f"unresolved name: {n}" for n in task.unresolved]
-        + ([f"transpile: {task.transpile_error}"] if task.transpile_error else []),
-        "raw_sha256": None,
-        "builder_version": __version__,
-        "build_id": None,
-    }
+        replay_status="not_run",
+        replay_detail=f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
+        crosscheck_detail=SPIDER_CROSSCHECK,
+        notes=tuple(
+            [f"unresolved name: {n}" for n in task.unresolved]
+            + ([f"transpile: {task.transpile_error}"] if task.transpile_error else [])
+        ),
+    )
 
 
 def _required_in_target_names(task, db: DatabaseReport) -> dict:
@@ -703,8 +674,8 @@ def _required_in_target_names(task, db: DatabaseReport) -> dict:
         return f"{target}.{columns.get((source, col.lower()), col)}"
 
     return {
-        "tables_required": sorted({table(t)[1] for t in task.tables_required}),
-        "columns_required": sorted({column(c) for c in task.columns_required}),
+        "tables_required": tuple(sorted({table(t)[1] for t in task.tables_required})),
+        "columns_required": tuple(sorted({column(c) for c in task.columns_required})),
     }
 
 

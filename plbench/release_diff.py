@@ -1,0 +1,65 @@
+"""What differs between two sets of release task rows, keyed by (task_id, dialect).
+
+Used by the build report (`release.diff_against_previous`, on the content columns) and by
+`bench/compare_releases.py` (every column but the build's own identity).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+BUILD_IDENTITY = ("builder_version", "build_id")  # differ between any two builds by design
+
+
+@dataclass
+class RowDiff:
+    added: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[tuple[str, str]] = field(default_factory=list)
+    changed: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # key -> fields that differ
+    only_old_columns: list[str] = field(default_factory=list)
+    only_new_columns: list[str] = field(default_factory=list)
+
+    def changed_per_field(self) -> dict[str, int]:
+        return dict(sorted(Counter(f for fields in self.changed.values() for f in fields).items()))
+
+    def summary(self) -> dict:
+        return {
+            "added": len(self.added),
+            "removed": len(self.removed),
+            "changed": len(self.changed),
+            "changed_per_field": self.changed_per_field(),
+            "only_old_columns": self.only_old_columns,
+            "only_new_columns": self.only_new_columns,
+        }
+
+
+def _key(row: dict) -> tuple[str, str]:
+    return row["task_id"], row["dialect"]
+
+
+def diff_rows(old: list[dict], new: list[dict], fields: tuple[str, ...] | None = None) -> RowDiff:
+    """Rows added, removed and changed (in `fields`, else in every column both sides have but the
+    build identity); a column only one side has is reported, not compared."""
+    old_columns = set(old[0]) if old else set()
+    new_columns = set(new[0]) if new else set()
+    compared = fields or tuple(sorted((old_columns & new_columns) - set(BUILD_IDENTITY)))
+    before, after = {_key(r): r for r in old}, {_key(r): r for r in new}
+    out = RowDiff(
+        added=sorted(after.keys() - before.keys()),
+        removed=sorted(before.keys() - after.keys()),
+        only_old_columns=sorted(old_columns - new_columns) if old and new else [],
+        only_new_columns=sorted(new_columns - old_columns) if old and new else [],
+    )
+    for key in sorted(before.keys() & after.keys()):
+        differ = [f for f in compared if before[key].get(f) != after[key].get(f)]
+        if differ:
+            out.changed[key] = differ
+    return out
+
+
+def read_tasks(release_dir: Path) -> list[dict]:
+    return pq.read_table(Path(release_dir) / "tasks.parquet").to_pylist()
