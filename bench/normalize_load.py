@@ -23,8 +23,9 @@ from pathlib import Path
 from psycopg import sql
 
 from plbench.config import BuildConfig
+from plbench.dialects import DIALECTS
 from plbench.engines.postgres import PostgresEngine
-from plbench.normalize.emit import normalize, postgres_copy_text, write_files
+from plbench.normalize.emit import normalize, write_files
 from plbench.normalize.load import load_postgres
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.spider.stages import ingest_spider1
@@ -61,7 +62,7 @@ def run_baseline(databases: list, engine: PostgresEngine) -> float:
                 with conn.cursor() as cur:
                     for table in db.tables:
                         with cur.copy(f"COPY {table.target.sql} FROM STDIN") as copy:
-                            copy.write(postgres_copy_text(table))
+                            copy.write(DIALECTS["postgres"].copy_text(table))
     return time.perf_counter() - start
 
 

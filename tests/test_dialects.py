@@ -3,6 +3,9 @@
 Everything Oracle-side that can be checked without a server is checked here, always.
 """
 
+import datetime as dt
+from types import SimpleNamespace
+
 import pytest
 import sqlglot
 
@@ -217,3 +220,139 @@ def test_a_sql_case_expression_inside_a_block_ends_with_a_bare_end():
     assert check_block_structure(cursor_loop) == []
     assert check_block_structure("BEGIN CASE x WHEN 1 THEN NULL; END CASE; END;") == []
     assert check_block_structure("BEGIN x := CASE WHEN y THEN 1 END; END LOOP;")  # END LOOP closes nothing open
+
+
+# ---- the database and Spider rules each dialect owns (one exact output per entry) ---------------
+
+
+@pytest.mark.parametrize(
+    ("family", "postgres", "oracle"),
+    [
+        ("integer", "bigint", "NUMBER(19)"),
+        ("decimal", "numeric", "NUMBER"),
+        ("float", "double precision", "BINARY_DOUBLE"),
+        ("text", "text", "VARCHAR2(4000 BYTE)"),
+        ("boolean", "boolean", "NUMBER(1)"),
+        ("date", "date", "DATE"),
+        ("timestamp", "timestamp", "TIMESTAMP"),
+        ("time", "time", "VARCHAR2(32 BYTE)"),
+        ("binary", "bytea", "BLOB"),
+        ("json", "jsonb", "CLOB"),
+    ],
+)
+def test_column_types(family, postgres, oracle):
+    assert (POSTGRES.column_type(family), ORACLE.column_type(family)) == (postgres, oracle)
+    assert set(POSTGRES.column_types) == set(ORACLE.column_types)
+
+
+def test_text_longer_than_a_varchar2_is_a_clob_in_oracle_only():
+    assert (POSTGRES.column_type("text", 4001), ORACLE.column_type("text", 4001)) == ("text", "CLOB")
+    assert ORACLE.column_type("text", 4000) == "VARCHAR2(4000 BYTE)"
+
+
+@pytest.mark.parametrize(
+    ("rule", "postgres", "oracle"),
+    [
+        (lambda d: d.fold("Home_Town"), "home_town", "HOME_TOWN"),
+        (lambda d: bool(d.plain_identifier.match("_x")), True, False),
+        (lambda d: bool(d.plain_identifier.match("x$#")), False, True),
+        (lambda d: d.unchecked_foreign_key, " NOT VALID", " ENABLE NOVALIDATE"),
+        (lambda d: d.empty_string_is_null, False, True),
+        (
+            lambda d: [d.stored_value(v) for v in ("", True, dt.time(7, 5), "x", 2.5)],
+            ["", True, dt.time(7, 5), "x", 2.5],
+            [None, 1, "07:05:00", "x", 2.5],
+        ),
+        (
+            lambda d: (d.row_id, d.text_type, d.division_truncates_integers),
+            ("ctid", "TEXT", True),
+            ("ROWID", "VARCHAR(4000)", False),
+        ),
+        (lambda d: d.date_text_formats, {}, {"date": "YYYY-MM-DD", "timestamp": "YYYY-MM-DD HH24:MI:SS"}),
+        (
+            lambda d: d.first_at_extreme.format(order="DESC", ties=", plb_rowid0"),
+            "(ARRAY_AGG(plb_value ORDER BY plb_key DESC NULLS LAST, plb_rowid0))[1]",
+            "MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key DESC NULLS LAST, plb_rowid0)",
+        ),
+        (
+            lambda d: d.ascii_like(sqlglot.exp.column("a"), sqlglot.exp.Literal.string("x%")).sql(d.sqlglot_name),
+            "a ILIKE 'x%'",
+            "UPPER(a) LIKE UPPER('x%')",
+        ),
+        (lambda d: (d.language, d.display_name), ("PL/pgSQL", "PostgreSQL"), ("PL/SQL", "Oracle")),
+        (
+            lambda d: (d.block_description, d.print_description),
+            ("a PostgreSQL anonymous block (DO $$ ... $$)", "RAISE NOTICE '%', <line>"),
+            ("an Oracle PL/SQL anonymous block (BEGIN ... END;)", "DBMS_OUTPUT.PUT_LINE(<line>)"),
+        ),
+        (lambda d: (d.renames_view_columns, d.output_column(2)), (True, "c2"), (False, "C2")),
+    ],
+)
+def test_database_and_spider_rules(rule, postgres, oracle):
+    assert rule(POSTGRES) == postgres
+    assert rule(ORACLE) == oracle
+
+
+@pytest.mark.parametrize(
+    ("kind", "postgres", "oracle"),
+    [
+        (
+            "number",
+            "coalesce(trim_scale(round((r.c1)::numeric, 4))::text, 'NULL')",
+            "NVL(RTRIM(TO_CHAR(ROUND(r.c1, 4), 'FM9999999999999999999999999999990.9999'), '.'), 'NULL')",
+        ),
+        ("integer", "coalesce((r.c1)::text, 'NULL')", "NVL(TO_CHAR(r.c1), 'NULL')"),
+        ("date", "coalesce(to_char(r.c1, 'YYYY-MM-DD'), 'NULL')", "NVL(TO_CHAR(r.c1, 'YYYY-MM-DD'), 'NULL')"),
+        (
+            "timestamp",
+            "coalesce(to_char(r.c1, 'YYYY-MM-DD HH24:MI:SS'), 'NULL')",
+            "NVL(TO_CHAR(r.c1, 'YYYY-MM-DD HH24:MI:SS'), 'NULL')",
+        ),
+        (
+            "boolean",
+            "coalesce((r.c1)::text, 'NULL')",
+            "NVL(CASE WHEN r.c1 = 1 THEN 'true' WHEN r.c1 = 0 THEN 'false' END, 'NULL')",
+        ),
+        ("binary", "coalesce(encode(r.c1, 'hex'), 'NULL')", "NVL(LOWER(RAWTOHEX(r.c1)), 'NULL')"),
+        ("text", "coalesce((r.c1)::text, 'NULL')", "NVL(TO_CHAR(r.c1), 'NULL')"),
+    ],
+)
+def test_print_field(kind, postgres, oracle):
+    assert POSTGRES.print_field("r.c1", kind, 4, "NULL") == postgres
+    assert ORACLE.print_field("r.c1", kind, 4, "NULL") == oracle
+
+
+def test_print_rows_block():
+    assert POSTGRES.print_rows_block("SELECT a, b FROM t;", ["c1", "c2"], "LINE") == (
+        "DO $plbench$\nDECLARE\n  r record;\nBEGIN\n  FOR r IN SELECT * FROM (\nSELECT a, b FROM t\n"
+        "  ) AS plb_q(c1, c2) LOOP\n    RAISE NOTICE '%', LINE;\n  END LOOP;\nEND\n$plbench$;"
+    )
+    assert ORACLE.print_rows_block("SELECT a AS C1 FROM t", ["C1"], "LINE") == (
+        "BEGIN\n  FOR r IN (\nSELECT a AS C1 FROM t\n  ) LOOP\n    DBMS_OUTPUT.PUT_LINE(LINE);\n  END LOOP;\nEND;\n/"
+    )
+
+
+@pytest.mark.parametrize(
+    ("types", "postgres", "oracle"),
+    [
+        ([INT, STR], set(), set()),
+        ([LIST_INT], {"collection_type"}, {"collection_type"}),
+        ([NESTED], {"collection_type", "object_type"}, {"collection_type"}),  # PostgreSQL's wrapper composite
+        ([RECORD], {"object_type"}, {"object_type"}),
+        ([DICT], {"collection_type", "object_type"}, {"collection_type", "object_type"}),
+        ([PyType("variant", (INT, STR))], {"object_type"}, {"object_type"}),
+    ],
+)
+def test_type_constructs(types, postgres, oracle):
+    assert POSTGRES.type_constructs(types) == postgres
+    assert ORACLE.type_constructs(types) == oracle
+
+
+def test_the_data_scripts(tmp_path):
+    table = SimpleNamespace(
+        target=SimpleNamespace(sql="t"), column_names=["a", "b"], rows=[(1, "x\ty"), (None, "it's")]
+    )
+    assert POSTGRES.data_script(table) == "COPY t (a, b) FROM stdin;\n1\tx\\ty\n\\N\tit's\n\\.\n"
+    assert ORACLE.data_script(table) == (
+        "INSERT ALL\n  INTO t (a, b) VALUES (1, 'x\ty')\n  INTO t (a, b) VALUES (NULL, 'it''s')\nSELECT 1 FROM DUAL;\n"
+    )

@@ -17,14 +17,9 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from plbench.normalize.emit import (
-    ORACLE_INSERT_BATCH,
-    data_script,
-    normalize,
-    oracle_insert_statements,
-    postgres_copy_text,
-    write_files,
-)
+from plbench.dialects import DIALECTS
+from plbench.dialects.oracle import INSERT_BATCH as ORACLE_INSERT_BATCH
+from plbench.normalize.emit import data_script, normalize, write_files
 from plbench.normalize.load import LoadReport, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
@@ -151,7 +146,7 @@ def test_rule_emits_exact_ddl_for_both_dialects(rule, tmp_path, pg_conn):
     # Oracle: the DDL and the data parse in sqlglot's Oracle dialect.
     created = oracle_parses(ora.create_statements[0])
     assert isinstance(created, exp.Create) and created.find(exp.ColumnDef).name == "C"
-    for statement in oracle_insert_statements(ora.tables[0]):
+    for statement in DIALECTS["oracle"].insert_statements(ora.tables[0]):
         assert isinstance(oracle_parses(statement), exp.MultitableInserts)
     # PostgreSQL: the DDL executes and the row loads and verifies on the real server.
     report = load(pg_conn, pg)
@@ -476,19 +471,19 @@ def test_booleans_load_as_zero_and_one_in_oracle():
     ora, pg = normalize(db, "oracle"), normalize(db, "postgres")
     assert ora.table("flags").rows == [(1, "07:05:00"), (0, None), (1, "00:00:01")]
     assert pg.table("flags").rows == [(True, dt.time(7, 5)), (False, None), (True, dt.time(0, 0, 1))]
-    (statement,) = oracle_insert_statements(ora.table("flags"))
+    (statement,) = DIALECTS["oracle"].insert_statements(ora.table("flags"))
     assert statement == (
         "INSERT ALL\n  INTO FLAGS (F, T) VALUES (1, '07:05:00')\n"
         "  INTO FLAGS (F, T) VALUES (0, NULL)\n"
         "  INTO FLAGS (F, T) VALUES (1, '00:00:01')\nSELECT 1 FROM DUAL;"
     )
-    assert postgres_copy_text(pg.table("flags")) == "True\t07:05:00\nFalse\t\\N\nTrue\t00:00:01\n"
+    assert DIALECTS["postgres"].copy_text(pg.table("flags")) == "True\t07:05:00\nFalse\t\\N\nTrue\t00:00:01\n"
 
 
 def test_oracle_insert_all_batches_and_literals(tmp_path):
     n = 2 * ORACLE_INSERT_BATCH + 7
     db = read(tmp_path, "CREATE TABLE t (k INTEGER PRIMARY KEY, s TEXT)", {"t": [(i, f"r{i}") for i in range(n)]})
-    statements = oracle_insert_statements(normalize(db, "oracle").table("t"))
+    statements = DIALECTS["oracle"].insert_statements(normalize(db, "oracle").table("t"))
     assert [s.count("\n  INTO T (K, S) VALUES (") for s in statements] == [ORACLE_INSERT_BATCH, ORACLE_INSERT_BATCH, 7]
     assert all(s.startswith("INSERT ALL\n") and s.endswith("\nSELECT 1 FROM DUAL;") for s in statements)
     assert "VALUES (100, 'r100')" in statements[1] and "VALUES (206, 'r206')" in statements[2]
@@ -513,7 +508,7 @@ def test_oracle_insert_all_batches_and_literals(tmp_path):
     cols = tuple(Column(f"c{i}", "", "text", "sqlite_untyped") for i in range(len(values)))
     ntable = normalize(SourceDatabase("spider1", "lit", "sqlite", "test", [Table("lit", cols)], {}), "oracle").tables[0]
     ntable.rows = [tuple(values)]
-    (statement,) = oracle_insert_statements(ntable)
+    (statement,) = DIALECTS["oracle"].insert_statements(ntable)
     assert (
         statement.split(" VALUES ", 1)[1].split("\n")[0]
         == (
@@ -534,7 +529,7 @@ def test_varchar2_or_clob_by_byte_length(tmp_path):
         "CREATE TABLE T (\n  A VARCHAR2(4000 BYTE),\n  B CLOB,\n  J CLOB CHECK (J IS JSON)\n);"
     ]
     assert normalize(db, "postgres").create_statements == ["CREATE TABLE t (\n  a text,\n  b text,\n  j jsonb\n);"]
-    (statement,) = oracle_insert_statements(ora.table("t"))
+    (statement,) = DIALECTS["oracle"].insert_statements(ora.table("t"))
     values = statement.split(" VALUES (", 1)[1]
     # Literals come in pieces of 1000 characters; a value over 4000 bytes is concatenated as a CLOB
     # (VARCHAR2 || VARCHAR2 beyond 4000 bytes is ORA-01489).
@@ -704,7 +699,7 @@ def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db,
         "tags (tag, extra)",
     ]  # no block for the empty table
     assert "".join(f"COPY {t} FROM stdin;\n{body}\\.\n" for t, body in blocks) == data
-    assert blocks[0][1] == postgres_copy_text(ndb.table("people"))
+    assert blocks[0][1] == DIALECTS["postgres"].copy_text(ndb.table("people"))
     assert "back\\\\slash \\\\N \\\\.\t" in blocks[0][1] and "new\\nline\\r\\nwin" in blocks[0][1]
 
     # Replay schema.sql and the COPY blocks into another schema and verify it like a load.

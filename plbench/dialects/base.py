@@ -11,8 +11,11 @@ by their SQL shape in prefix notation with arities (`rec2_i8_txt`,
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlglot import exp
 
 from plbench.types import PyType
 
@@ -103,6 +106,75 @@ class Dialect:
         raise NotImplementedError
 
     def literal(self, value: Any, t: PyType, env: TypeEnv, top: bool = True) -> str:
+        raise NotImplementedError
+
+    # ---- the constructs a task's types make a solution use ------------------------
+    def type_constructs(self, types: list[PyType]) -> set[str]:
+        """`collection_type` for a collection, `object_type` for a record, a dict's (key, value)
+        pair or a tagged variant (metadata `plsql_constructs`; see plbench.validation.metadata)."""
+        kinds = {x.kind for t in types for x in t.walk()}
+        found = set()
+        if kinds & {"list", "tuple_seq", "set", "dict"}:
+            found.add("collection_type")
+        if kinds & {"record", "dict", "variant"}:
+            found.add("object_type")
+        return found
+
+    # ---- databases: column types, names and data of a normalized schema -------------
+    language: str  # the procedural language, as prompts name it
+    sqlglot_name: str  # what sqlglot calls this dialect
+    column_types: dict[str, str]  # neutral type family (plbench.normalize.schema) -> column type
+    plain_identifier: re.Pattern[str]  # a folded name that needs no quotes
+    unchecked_foreign_key: str  # ends a foreign key that the rows already loaded need not satisfy
+    empty_string_is_null: bool = False  # '' is stored as NULL
+
+    def fold(self, name: str) -> str:
+        """The name as the dialect stores an unquoted identifier."""
+        raise NotImplementedError
+
+    def column_type(self, family: str, max_text_bytes: int = 0) -> str:
+        """The column type of a family, given the longest text the column holds."""
+        return self.column_types[family]
+
+    def stored_value(self, value: Any) -> Any:
+        """A coerced source value as this dialect's column holds it."""
+        return value
+
+    def data_script(self, table) -> str:
+        """The rows of a `NormalizedTable` as a script that loads them."""
+        raise NotImplementedError
+
+    # ---- Spider SQL: the target side of the gold transpiler (plbench.spider.gold) ----
+    row_id: str  # the pseudo-column of a row's physical place (rows are loaded in SQLite rowid order)
+    text_type: str  # the type a CAST to text names
+    date_text_formats: dict[str, str] = {}  # date family -> TO_CHAR format, where a text cast is not ISO
+    sqlite_number: str  # `plb_x` read as a number the way SQLite reads a text
+    first_at_extreme: str  # `plb_value` of the first row by `plb_key {order}`, then `{ties}`
+    division_truncates_integers: bool  # integer / integer truncates, as in SQLite
+
+    def ascii_like(self, left: exp.Expression, right: exp.Expression) -> exp.Expression:
+        """`left LIKE right` folding ASCII case only, for an ASCII pattern (SQLite's LIKE)."""
+        raise NotImplementedError
+
+    # ---- Spider-PLSQL blocks: printing result rows (plbench.spider.output_format) ------
+    block_description: str  # an anonymous block, as prompts name it
+    print_description: str  # printing one line, as prompts name it
+    field_prints: dict[str, str]  # output type class -> text of `{ref}`; "text" for every other class
+    null_print: str  # `{inner}`, or `{null}` when the value is NULL
+    renames_view_columns: bool  # an inline view's columns can be renamed (`AS q(c1, ...)`)
+
+    def print_field(self, ref: str, kind: str, decimals: int, null_text: str) -> str:
+        """SQL text printing the value `ref` of type class `kind` by the output rule, NULL included."""
+        template = self.field_prints.get(kind, self.field_prints["text"])
+        inner = template.format(ref=ref, decimals=decimals, nines="9" * decimals)
+        return self.null_print.format(inner=inner, null=null_text)
+
+    def output_column(self, position: int) -> str:
+        """The name a reference block gives the query's output column at `position` (from 1)."""
+        raise NotImplementedError
+
+    def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
+        """An anonymous block looping over the query's rows (record `r`), printing `line` for each."""
         raise NotImplementedError
 
 

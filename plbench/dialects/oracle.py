@@ -16,8 +16,12 @@ Rules (each a line of a table in the docs and a test):
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import re
 from typing import Any
+
+from sqlglot import exp
 
 from plbench.dialects.base import (
     VARIANT_FIELDS,
@@ -63,6 +67,7 @@ MAX_NUMBER_DIGITS = 38
 SQL_VARCHAR_BYTES = 4000
 PLSQL_VARCHAR_BYTES = 32767
 LITERAL_CHUNK = 1000  # long strings are concatenated from chunks to stay below literal limits
+INSERT_BATCH = 100  # rows per INSERT ALL (multi-row VALUES needs Oracle 23ai)
 
 _SCALAR_SQL = {"int": "NUMBER", "float": "BINARY_DOUBLE", "json": "CLOB"}
 _TYPE_TOKEN_INT = "num"
@@ -297,3 +302,114 @@ class OracleDialect(Dialect):
 
     def statement_separator(self) -> str:
         return "\n/\n"
+
+    # ---- databases -------------------------------------------------------------------
+    language = "PL/SQL"
+    sqlglot_name = "oracle"
+    column_types = {
+        "integer": "NUMBER(19)",
+        "decimal": "NUMBER",
+        "float": "BINARY_DOUBLE",
+        "text": f"VARCHAR2({SQL_VARCHAR_BYTES} BYTE)",
+        "boolean": "NUMBER(1)",  # BOOLEAN columns exist only from 23ai; NUMBER(1) holds 0/1 everywhere
+        "date": "DATE",
+        "timestamp": "TIMESTAMP",
+        "time": "VARCHAR2(32 BYTE)",  # no TIME type: the time of day is kept as 'HH:MM:SS' text
+        "binary": "BLOB",
+        "json": "CLOB",
+    }
+    plain_identifier = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*$")
+    unchecked_foreign_key = " ENABLE NOVALIDATE"
+    empty_string_is_null = True
+
+    def fold(self, name: str) -> str:
+        return name.upper()
+
+    def column_type(self, family: str, max_text_bytes: int = 0) -> str:
+        """Text longer than a VARCHAR2 holds is a CLOB."""
+        if family == "text" and max_text_bytes > SQL_VARCHAR_BYTES:
+            return "CLOB"
+        return self.column_types[family]
+
+    def stored_value(self, value: Any) -> Any:
+        """'' is NULL; booleans are 0/1; a time of day is its ISO text."""
+        if value == "":
+            return None
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, dt.time):
+            return value.isoformat()
+        return value
+
+    def data_script(self, table) -> str:
+        return "\n".join(self.insert_statements(table)) + "\n"
+
+    def insert_statements(self, table) -> list[str]:
+        """INSERT ALL batches (portable to Oracle releases before 23ai's multi-row VALUES)."""
+        cols = ", ".join(table.column_names)
+        statements = []
+        for start in range(0, len(table.rows), INSERT_BATCH):
+            body = "\n".join(
+                f"  INTO {table.target.sql} ({cols}) VALUES (" + ", ".join(_data_literal(v) for v in row) + ")"
+                for row in table.rows[start : start + INSERT_BATCH]
+            )
+            statements.append(f"INSERT ALL\n{body}\nSELECT 1 FROM DUAL;")
+        return statements
+
+    # ---- Spider SQL --------------------------------------------------------------------
+    row_id = "ROWID"
+    text_type = "VARCHAR(4000)"
+    date_text_formats = {"date": "YYYY-MM-DD", "timestamp": "YYYY-MM-DD HH24:MI:SS"}  # TO_CHAR follows NLS
+    sqlite_number = (
+        "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(plb_x), "
+        r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS BINARY_DOUBLE), 0) END"
+    )
+    first_at_extreme = "MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key {order} NULLS LAST{ties})"
+    division_truncates_integers = False  # / is always exact
+
+    def ascii_like(self, left: exp.Expression, right: exp.Expression) -> exp.Expression:
+        return exp.Like(this=exp.Upper(this=left), expression=exp.Upper(this=right))
+
+    # ---- Spider-PLSQL blocks -------------------------------------------------------------
+    block_description = "an Oracle PL/SQL anonymous block (BEGIN ... END;)"
+    print_description = "DBMS_OUTPUT.PUT_LINE(<line>)"
+    field_prints = {
+        "number": "RTRIM(TO_CHAR(ROUND({ref}, {decimals}), 'FM" + "9" * 30 + "0.{nines}'), '.')",
+        "integer": "TO_CHAR({ref})",
+        "date": "TO_CHAR({ref}, 'YYYY-MM-DD')",
+        "timestamp": "TO_CHAR({ref}, 'YYYY-MM-DD HH24:MI:SS')",
+        "boolean": "CASE WHEN {ref} = 1 THEN 'true' WHEN {ref} = 0 THEN 'false' END",
+        "binary": "LOWER(RAWTOHEX({ref}))",
+        "text": "TO_CHAR({ref})",
+    }
+    null_print = "NVL({inner}, '{null}')"
+    renames_view_columns = False  # no `AS q(c1, ...)`: the query names its outputs C1..Cn itself
+
+    def output_column(self, position: int) -> str:
+        return f"C{position}"
+
+    def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
+        return f"BEGIN\n  FOR r IN (\n{query}\n  ) LOOP\n    {self.emit_line(line)}\n  END LOOP;\nEND;\n/"
+
+
+def _data_literal(v) -> str:
+    """A stored value as a literal of an INSERT."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        parts = [
+            "'" + p.replace("'", "''") + "'"
+            for p in (v[i : i + LITERAL_CHUNK] for i in range(0, len(v), LITERAL_CHUNK))
+        ]
+        if len(v.encode()) > SQL_VARCHAR_BYTES:  # VARCHAR2 || VARCHAR2 stops at 4000 bytes (ORA-01489)
+            parts[0] = f"TO_CLOB({parts[0]})"
+        return " || ".join(parts)
+    if isinstance(v, float):
+        return _float(v)
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    if isinstance(v, bytes):
+        return f"HEXTORAW('{v.hex()}')"
+    return str(v)

@@ -14,8 +14,12 @@ Rules (each a line of a table in the docs and a test):
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import re
 from typing import Any
+
+from sqlglot import exp
 
 from plbench.dialects.base import (
     VARIANT_FIELDS,
@@ -293,6 +297,100 @@ class PostgresDialect(Dialect):
 
     def statement_separator(self) -> str:
         return "\n"
+
+    # ---- the constructs a task's types make a solution use ------------------------
+    def type_constructs(self, types: list[PyType]) -> set[str]:
+        """A collection of collections goes through a one-field composite (`plb_list_i8 AS (items
+        bigint[])`): a solution reads its `items`, an object type."""
+        found = super().type_constructs(types)
+        nested = any(x.kind in ("list", "tuple_seq", "set") and x.elem.is_collection for t in types for x in t.walk())
+        return found | {"object_type"} if nested else found
+
+    # ---- databases -------------------------------------------------------------------
+    language = "PL/pgSQL"
+    sqlglot_name = "postgres"
+    column_types = {
+        "integer": "bigint",
+        "decimal": "numeric",
+        "float": "double precision",
+        "text": "text",
+        "boolean": "boolean",
+        "date": "date",
+        "timestamp": "timestamp",
+        "time": "time",
+        "binary": "bytea",
+        "json": "jsonb",
+    }
+    plain_identifier = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+    unchecked_foreign_key = " NOT VALID"
+
+    def fold(self, name: str) -> str:
+        return name.lower()
+
+    def data_script(self, table) -> str:
+        """A COPY ... FROM stdin block (psql)."""
+        return (
+            f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM stdin;\n" + self.copy_text(table) + "\\.\n"
+        )
+
+    def copy_text(self, table) -> str:
+        """The table's rows in COPY text format (what a loader streams, and what data.sql embeds)."""
+        return "".join("\t".join(_copy_field(v) for v in row) + "\n" for row in table.rows)
+
+    # ---- Spider SQL --------------------------------------------------------------------
+    row_id = "ctid"
+    text_type = "TEXT"
+    sqlite_number = (
+        "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(plb_x AS TEXT), "
+        r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END"
+    )
+    first_at_extreme = "(ARRAY_AGG(plb_value ORDER BY plb_key {order} NULLS LAST{ties}))[1]"
+    division_truncates_integers = True  # bigint / bigint
+
+    def ascii_like(self, left: exp.Expression, right: exp.Expression) -> exp.Expression:
+        return exp.ILike(this=left, expression=right)
+
+    # ---- Spider-PLSQL blocks -------------------------------------------------------------
+    block_description = "a PostgreSQL anonymous block (DO $$ ... $$)"
+    print_description = "RAISE NOTICE '%', <line>"
+    field_prints = {
+        "number": "trim_scale(round(({ref})::numeric, {decimals}))::text",
+        "date": "to_char({ref}, 'YYYY-MM-DD')",
+        "timestamp": "to_char({ref}, 'YYYY-MM-DD HH24:MI:SS')",
+        "binary": "encode({ref}, 'hex')",
+        "text": "({ref})::text",
+    }
+    null_print = "coalesce({inner}, '{null}')"
+    renames_view_columns = True
+
+    def output_column(self, position: int) -> str:
+        return f"c{position}"
+
+    def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
+        return (
+            f"DO $plbench$\nDECLARE\n  r record;\nBEGIN\n"
+            f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(columns)}) LOOP\n"
+            f"    {self.emit_line(line)}\n  END LOOP;\nEND\n$plbench$;"
+        )
+
+
+def _copy_field(v) -> str:
+    """One field of PostgreSQL COPY text format."""
+    if v is None:
+        return "\\N"
+    if isinstance(v, bytes):
+        text = "\\x" + v.hex()
+    elif isinstance(v, dt.datetime):
+        text = v.isoformat(sep=" ")
+    elif isinstance(v, float):
+        text = (
+            repr(v)
+            if v == v and abs(v) != float("inf")
+            else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
+        )
+    else:
+        text = str(v)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 _FLOAT_EQ = """BEGIN

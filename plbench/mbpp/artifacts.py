@@ -182,11 +182,10 @@ class TaskEmitter:
 
     def prompt(self) -> str:
         d, task = self.dialect, self.task
-        language = "PL/SQL" if d.name == "oracle" else "PL/pgSQL"
         setup = self.script(self.setup_statements()) if self.env.types else "(no setup: only built-in types)"
         example = task.cases[0]
         rules = [
-            f"Write one {d.display_name} {language} function `{self.function_name}` with exactly the signature of "
+            f"Write one {d.display_name} {d.language} function `{self.function_name}` with exactly the signature of "
             "the scaffold below; reply with its complete CREATE OR REPLACE FUNCTION statement.",
             "Return the result; do not print it. Do not create, alter or drop other objects.",
             f"Python types map to {d.display_name} types as the signature shows; lists and tuples are ordered.",
@@ -208,8 +207,8 @@ class TaskEmitter:
                 "Values of mixed scalar kinds are tagged: `tag` names the kind ('int', 'float', 'str', "
                 "'bool') and the field of that kind holds the value."
             )
-        if d.name == "oracle" and holds_empty_string(task.cases):
-            rules.append("In Oracle an empty string is NULL: the tests treat '' and NULL alike.")
+        if d.empty_string_is_null and holds_empty_string(task.cases):
+            rules.append(f"In {d.display_name} an empty string is NULL: the tests treat '' and NULL alike.")
         if self.renamed:
             rules.append(
                 "Renamed identifiers (reserved words or length limits): "

@@ -5,8 +5,9 @@ the CREATE TABLE statements, the constraints added after the data (foreign keys
 as NOT VALID / ENABLE NOVALIDATE: Spider data has dangling references), the rows
 coerced to the target types, and every mapping decision with its reason.
 
-Oracle-specific value rules: '' is NULL in Oracle, so an empty string loads as NULL
-(counted per column); booleans load as 0/1; times of day as 'HH:MM:SS' text.
+The dialect object decides column types, names, stored values and the data script; where
+it stores '' as NULL (Oracle), an empty string loads as NULL (counted per column) and a NOT NULL
+or key column holding one loses that constraint.
 """
 
 from __future__ import annotations
@@ -19,17 +20,9 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plbench.dialects import DIALECTS, Dialect
 from plbench.normalize.schema import Column, SourceDatabase, Table
-from plbench.normalize.typemap import (
-    ORACLE_VARCHAR_BYTES,
-    RULE_REASONS,
-    IdentifierMap,
-    TargetName,
-    coerce,
-    target_type,
-)
-
-ORACLE_INSERT_BATCH = 100  # rows per INSERT ALL (multi-row VALUES needs Oracle 23ai)
+from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce
 
 
 @dataclass(frozen=True)
@@ -111,29 +104,28 @@ def _column_decision(db: SourceDatabase, table: NormalizedTable, col: Normalized
 
 def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     """The database's DDL, constraints and coerced rows in `dialect`, with every decision recorded."""
+    target = DIALECTS[dialect]
     table_names = IdentifierMap(dialect)
     tables, decisions = [], [dict(d, database=db.key, dialect=dialect) for d in db.decisions]
     for table in db.tables:
         families = [c.family for c in table.columns]
         rows = [tuple(coerce(v, f) for v, f in zip(r, families)) for r in db.rows.get(table.name, [])]
         table, rows = _fold_wide_table(db, table, rows, decisions)
-        if dialect == "oracle":
-            table = _oracle_empty_string_constraints(db, table, rows, decisions)
+        if target.empty_string_is_null:
+            table = _empty_string_constraints(db, table, rows, decisions, target)
         column_names = IdentifierMap(dialect)
         cols = [
-            NormalizedColumn(
-                col, column_names.add(col.name), target_type(col.family, dialect, _max_text_bytes(rows, i))
-            )
+            NormalizedColumn(col, column_names.add(col.name), target.column_type(col.family, _max_text_bytes(rows, i)))
             for i, col in enumerate(table.columns)
         ]
-        target_rows = [tuple(_oracle_value(v) for v in r) for r in rows] if dialect == "oracle" else rows
+        target_rows = [tuple(target.stored_value(v) for v in r) for r in rows]
         ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
         tables.append(ntable)
         decisions += [_column_decision(db, ntable, c, dialect) for c in cols]
-        decisions += _oracle_empty_strings(db, ntable, rows) if dialect == "oracle" else []
+        decisions += _empty_strings(db, ntable, rows, target) if target.empty_string_is_null else []
     out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [], decisions)
     out.create_statements = [_create_table(t) for t in tables]
-    out.constraint_statements = _foreign_keys(out, dialect)
+    out.constraint_statements = _foreign_keys(out, target)
     return out
 
 
@@ -195,24 +187,14 @@ def _fold_wide_table(
     return Table(table.name, table.columns[:keep] + (overflow,), pk, fks), folded
 
 
-def _oracle_value(v):
-    if v == "":
-        return None  # Oracle stores '' as NULL
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, dt.time):
-        return v.isoformat()
-    return v
-
-
-def _oracle_empty_string_constraints(
-    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
+def _empty_string_constraints(
+    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict], target: Dialect
 ) -> Table:
-    """'' loads as NULL in Oracle: a NOT NULL or primary-key column holding '' loses that constraint."""
+    """'' loads as NULL: a NOT NULL or primary-key column holding '' loses that constraint."""
     empty = {c.name.lower() for i, c in enumerate(table.columns) if any(r[i] == "" for r in rows)}
     if not empty:
         return table
-    why = "holds '', which is NULL in Oracle"
+    why = f"holds '', which is NULL in {target.display_name}"
     cols = tuple(
         replace(c, nullable=True, note=(c.note + "; " if c.note else "") + f"declared NOT NULL but {why}")
         if c.name.lower() in empty and not c.nullable
@@ -225,7 +207,7 @@ def _oracle_empty_string_constraints(
             {
                 "database": db.key,
                 "table": table.name,
-                "dialect": "oracle",
+                "dialect": target.name,
                 "decision": "primary_key_dropped",
                 "detail": f"{pk}: a primary-key column {why}",
             }
@@ -234,7 +216,7 @@ def _oracle_empty_string_constraints(
     return replace(table, columns=cols, primary_key=pk)
 
 
-def _oracle_empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list[tuple]) -> list[dict]:
+def _empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list[tuple], target: Dialect) -> list[dict]:
     out = []
     for i, col in enumerate(table.columns):
         n = sum(1 for r in rows if r[i] == "")
@@ -244,9 +226,9 @@ def _oracle_empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list
                     "database": db.key,
                     "table": table.source.name,
                     "column": col.source.name,
-                    "dialect": "oracle",
+                    "dialect": target.name,
                     "decision": "empty_string_is_null",
-                    "detail": f"{n} empty string(s) load as NULL in Oracle",
+                    "detail": f"{n} empty string(s) load as NULL in {target.display_name}",
                 }
             )
     return out
@@ -281,7 +263,7 @@ def _undeclarable(table: NormalizedTable, ref: NormalizedTable, fk) -> str:
     return ""
 
 
-def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
+def _foreign_keys(db: NormalizedDatabase, target: Dialect) -> list[str]:
     """Foreign keys onto a primary key, added after the data without checking existing rows."""
     statements = []
     for table in db.tables:
@@ -293,7 +275,7 @@ def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
                     {
                         "database": db.key,
                         "table": table.source.name,
-                        "dialect": dialect,
+                        "dialect": target.name,
                         "decision": "foreign_key_not_declared",
                         "detail": f"{fk.columns} -> {fk.ref_table}{fk.ref_columns}: {why}",
                     }
@@ -301,11 +283,10 @@ def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
                 continue
             cols = ", ".join(_column(table, c).target.sql for c in fk.columns)
             refs = ", ".join(_column(ref, c).target.sql for c in fk.ref_columns)
-            name = IdentifierMap(dialect).add(f"fk_{table.target.name}_{n}").sql
-            tail = " NOT VALID" if dialect == "postgres" else " ENABLE NOVALIDATE"
+            name = IdentifierMap(target.name).add(f"fk_{table.target.name}_{n}").sql
             statements.append(
                 f"ALTER TABLE {table.target.sql} ADD CONSTRAINT {name} FOREIGN KEY ({cols}) "
-                f"REFERENCES {ref.target.sql} ({refs}){tail};"
+                f"REFERENCES {ref.target.sql} ({refs}){target.unchecked_foreign_key};"
             )
     return statements
 
@@ -313,83 +294,10 @@ def _foreign_keys(db: NormalizedDatabase, dialect: str) -> list[str]:
 # ---- files -------------------------------------------------------------------------------------
 
 
-def _oracle_literal(v) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, str):
-        parts = ["'" + p.replace("'", "''") + "'" for p in (v[i : i + 1000] for i in range(0, len(v), 1000))]
-        if len(v.encode()) > ORACLE_VARCHAR_BYTES:  # VARCHAR2 || VARCHAR2 stops at 4000 bytes (ORA-01489)
-            parts[0] = f"TO_CLOB({parts[0]})"
-        return " || ".join(parts)
-    if isinstance(v, float):
-        return (
-            "BINARY_DOUBLE_NAN"
-            if v != v
-            else repr(v) + "d"
-            if abs(v) != float("inf")
-            else ("BINARY_DOUBLE_INFINITY" if v > 0 else "-BINARY_DOUBLE_INFINITY")
-        )
-    if isinstance(v, dt.datetime):
-        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
-    if isinstance(v, dt.date):
-        return f"DATE '{v.isoformat()}'"
-    if isinstance(v, bytes):
-        return f"HEXTORAW('{v.hex()}')"
-    return str(v)
-
-
-def oracle_insert_statements(table: NormalizedTable) -> list[str]:
-    """INSERT ALL batches (portable to Oracle releases before 23ai's multi-row VALUES)."""
-    cols = ", ".join(table.column_names)
-    statements = []
-    for start in range(0, len(table.rows), ORACLE_INSERT_BATCH):
-        body = "\n".join(
-            f"  INTO {table.target.sql} ({cols}) VALUES (" + ", ".join(_oracle_literal(v) for v in row) + ")"
-            for row in table.rows[start : start + ORACLE_INSERT_BATCH]
-        )
-        statements.append(f"INSERT ALL\n{body}\nSELECT 1 FROM DUAL;")
-    return statements
-
-
-def _copy_field(v) -> str:
-    """One field of PostgreSQL COPY text format."""
-    if v is None:
-        return "\\N"
-    if isinstance(v, bytes):
-        text = "\\x" + v.hex()
-    elif isinstance(v, dt.datetime):
-        text = v.isoformat(sep=" ")
-    elif isinstance(v, float):
-        text = (
-            repr(v)
-            if v == v and abs(v) != float("inf")
-            else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
-        )
-    else:
-        text = str(v)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-
-
-def postgres_copy_text(table: NormalizedTable) -> str:
-    """The table's rows in COPY text format (what a loader streams, and what data.sql embeds)."""
-    return "".join("\t".join(_copy_field(v) for v in row) + "\n" for row in table.rows)
-
-
 def data_script(db: NormalizedDatabase) -> str:
     """The data as a script: COPY ... FROM stdin blocks (psql) for PostgreSQL, INSERT ALL for Oracle."""
-    parts = []
-    for table in db.tables:
-        if not table.rows:
-            continue
-        if db.dialect == "postgres":
-            parts.append(
-                f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM stdin;\n"
-                + postgres_copy_text(table)
-                + "\\.\n"
-            )
-        else:
-            parts.append("\n".join(oracle_insert_statements(table)) + "\n")
-    return "".join(parts)
+    target = DIALECTS[db.dialect]
+    return "".join(target.data_script(table) for table in db.tables if table.rows)
 
 
 def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:

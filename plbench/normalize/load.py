@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from plbench.normalize.emit import NormalizedDatabase, NormalizedTable, oracle_insert_statements, postgres_copy_text
+from plbench.dialects import DIALECTS
+from plbench.normalize.emit import NormalizedDatabase, NormalizedTable
 
 
 @dataclass
@@ -92,7 +93,7 @@ def load_postgres(conn: psycopg.Connection, db: NormalizedDatabase) -> LoadRepor
                     if table.rows:
                         copy_sql = f"COPY {table.target.sql} ({', '.join(table.column_names)}) FROM STDIN"
                         with cur.copy(copy_sql) as copy:
-                            copy.write(postgres_copy_text(table))
+                            copy.write(DIALECTS["postgres"].copy_text(table))
             for statement in db.constraint_statements:
                 conn.execute(statement)
     except psycopg.Error as exc:
@@ -132,7 +133,7 @@ def load_oracle(session, db: NormalizedDatabase) -> LoadReport:
     hands values back in its own types (DATE with a time, '' as NULL), so the rows would need their own
     canonical form."""
     start = time.perf_counter()
-    inserts = [s for table in db.tables for s in oracle_insert_statements(table)]
+    inserts = [s for table in db.tables for s in DIALECTS["oracle"].insert_statements(table)]
     for statement in db.create_statements + inserts + db.constraint_statements:
         result = session.execute(statement)
         if not result.ok:

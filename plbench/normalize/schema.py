@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The neutral type families. Each maps to one type per target dialect (typemap.TARGET_TYPES).
+# The neutral type families. Each maps to one column type per target dialect (Dialect.column_types).
 FAMILIES = ("integer", "decimal", "float", "text", "boolean", "date", "timestamp", "time", "binary", "json")
 
 

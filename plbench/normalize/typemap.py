@@ -7,7 +7,7 @@ BOOLEAN DEFAULT 1, Oracle-23ai-only BOOLEAN...), so the decision is made here:
    matching rule wins and its id is recorded on the column.
 2. `refine_family` checks the family against the column's values (SQLite is
    dynamically typed: an INTEGER column may hold text) and widens it, saying why.
-3. `TARGET_TYPES` maps a family to one type per target dialect.
+3. Each target dialect maps a family to its column type (`Dialect.column_types`).
 
 Identifiers are folded the way each dialect folds unquoted names, quoted when they
 are not plain or are reserved, cut to the dialect's byte limit with a hash, and
@@ -95,40 +95,21 @@ SOURCE_RULES: tuple[tuple[str, frozenset, str, str, str], ...] = (
     ("sqlite_affinity_numeric", frozenset({"sqlite"}), r".", "decimal", "SQLite NUMERIC affinity"),
     ("unknown_as_text", WAREHOUSES, r".", "text", "a type with no rule is kept as text"),
 )
-_COMPILED_RULES = tuple((rid, dialects, re.compile(pat), fam, why) for rid, dialects, pat, fam, why in SOURCE_RULES)
-RULE_REASONS = {rid: why for rid, _, _, _, why in SOURCE_RULES}
-
-ORACLE_VARCHAR_BYTES = 4000
-# family -> dialect -> type. Oracle text longer than ORACLE_VARCHAR_BYTES becomes CLOB (see target_type).
-TARGET_TYPES: dict[str, dict[str, str]] = {
-    "integer": {"postgres": "bigint", "oracle": "NUMBER(19)"},
-    "decimal": {"postgres": "numeric", "oracle": "NUMBER"},
-    "float": {"postgres": "double precision", "oracle": "BINARY_DOUBLE"},
-    "text": {"postgres": "text", "oracle": f"VARCHAR2({ORACLE_VARCHAR_BYTES} BYTE)"},
-    # Oracle BOOLEAN exists only from 23ai; NUMBER(1) holds 0/1 on every supported release.
-    "boolean": {"postgres": "boolean", "oracle": "NUMBER(1)"},
-    "date": {"postgres": "date", "oracle": "DATE"},
-    "timestamp": {"postgres": "timestamp", "oracle": "TIMESTAMP"},
-    # Oracle has no TIME type: the time of day is kept as 'HH:MM:SS' text.
-    "time": {"postgres": "time", "oracle": "VARCHAR2(32 BYTE)"},
-    "binary": {"postgres": "bytea", "oracle": "BLOB"},
-    "json": {"postgres": "jsonb", "oracle": "CLOB"},
+# source dialect -> its rules in order, compiled
+_RULES_BY_SOURCE = {
+    source: tuple((rid, re.compile(pat), fam) for rid, sources, pat, fam, _ in SOURCE_RULES if source in sources)
+    for source in sorted(ALL)
 }
+RULE_REASONS = {rid: why for rid, _, _, _, why in SOURCE_RULES}
 
 
 def source_family(source_dialect: str, declared: str) -> tuple[str, str]:
     """(family, rule id) for a declared source type."""
     declared = declared.strip().upper()
-    for rid, dialects, pattern, family, _ in _COMPILED_RULES:
-        if source_dialect in dialects and pattern.search(declared):
+    for rid, pattern, family in _RULES_BY_SOURCE.get(source_dialect, ()):
+        if pattern.search(declared):
             return family, rid
     raise ValueError(f"no type rule for {source_dialect} type {declared!r}")
-
-
-def target_type(family: str, dialect: str, max_text_bytes: int = 0) -> str:
-    if dialect == "oracle" and family == "text" and max_text_bytes > ORACLE_VARCHAR_BYTES:
-        return "CLOB"
-    return TARGET_TYPES[family][dialect]
 
 
 # ---- data refinement ---------------------------------------------------------------------
@@ -259,8 +240,6 @@ def coerce(value, family: str):
 
 # ---- identifiers ---------------------------------------------------------------------------
 
-_PLAIN = {"postgres": re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "oracle": re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*$")}
-
 
 @dataclass(frozen=True)
 class TargetName:
@@ -273,18 +252,14 @@ class TargetName:
         return '"' + self.name.replace('"', '""') + '"' if self.quoted else self.name
 
 
-def fold(dialect: str, name: str) -> str:
-    return name.upper() if dialect == "oracle" else name.lower()
-
-
 class IdentifierMap:
     """Source names → target names in one dialect and one namespace (a database's tables, or
     one table's columns): folded, quoted when needed, within the byte limit, unique after folding."""
 
     def __init__(self, dialect: str):
-        self.dialect = dialect
-        self._limit = DIALECTS[dialect].max_identifier_bytes
-        self._reserved = DIALECTS[dialect].reserved
+        self.dialect = DIALECTS[dialect]
+        self._limit = self.dialect.max_identifier_bytes
+        self._reserved = self.dialect.reserved
         self._names: dict[str, TargetName] = {}  # lower-cased source name -> target
         self._taken: set[str] = set()
 
@@ -292,10 +267,10 @@ class IdentifierMap:
         key = source.lower()
         if key in self._names:
             return self._names[key]
-        name, whys = fold(self.dialect, source.replace('"', "")), []
+        name, whys = self.dialect.fold(source.replace('"', "")), []
         if len(name.encode()) > self._limit:
             # Folded too: an unquoted Oracle name ending in lower-case hex would be stored upper-cased.
-            digest = fold(self.dialect, hashlib.sha1(source.encode()).hexdigest()[:8])
+            digest = self.dialect.fold(hashlib.sha1(source.encode()).hexdigest()[:8])
             name = name.encode()[: self._limit - 9].decode("utf-8", "ignore") + "_" + digest
             whys.append(f"longer than {self._limit} bytes")
         base, n = name, 2
@@ -304,7 +279,7 @@ class IdentifierMap:
             name = base.encode()[: self._limit - len(suffix)].decode("utf-8", "ignore") + suffix
             n += 1
             whys.append("collides with another name after case folding or truncation")
-        quoted = not _PLAIN[self.dialect].match(name) or name.upper() in self._reserved
+        quoted = not self.dialect.plain_identifier.match(name) or name.upper() in self._reserved
         self._taken.add(name)
         target = TargetName(name, quoted, "; ".join(whys))
         self._names[key] = target

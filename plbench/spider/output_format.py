@@ -10,13 +10,16 @@ A text value `NULL` and a NULL print alike, and text holding ',' makes a line am
 rows are compared whole, so neither changes a verdict in the released tasks.
 
 The rule is implemented three times: in Python for the gold result (`format_row`), and as
-SQL expressions for the PostgreSQL and Oracle reference blocks (`field_expression`).
+SQL expressions for the PostgreSQL and Oracle reference blocks (`field_expression`, from each
+dialect's `field_prints`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+
+from plbench.dialects import DIALECTS
 
 DECIMALS = 4
 NULL_TEXT = "NULL"
@@ -78,23 +81,7 @@ def type_class(pg_type: str) -> str:
 
 def field_expression(dialect: str, ref: str, kind: str) -> str:
     """SQL text printing the value `ref` (of type class `kind`) by the rule, NULL included."""
-    if dialect == "postgres":
-        inner = {
-            "number": f"trim_scale(round(({ref})::numeric, {DECIMALS}))::text",
-            "date": f"to_char({ref}, 'YYYY-MM-DD')",
-            "timestamp": f"to_char({ref}, 'YYYY-MM-DD HH24:MI:SS')",
-            "binary": f"encode({ref}, 'hex')",
-        }.get(kind, f"({ref})::text")
-        return f"coalesce({inner}, '{NULL_TEXT}')"
-    inner = {
-        "number": f"RTRIM(TO_CHAR(ROUND({ref}, {DECIMALS}), 'FM{'9' * 30}0.{'9' * DECIMALS}'), '.')",
-        "integer": f"TO_CHAR({ref})",
-        "date": f"TO_CHAR({ref}, 'YYYY-MM-DD')",
-        "timestamp": f"TO_CHAR({ref}, 'YYYY-MM-DD HH24:MI:SS')",
-        "boolean": f"CASE WHEN {ref} = 1 THEN 'true' WHEN {ref} = 0 THEN 'false' END",
-        "binary": f"LOWER(RAWTOHEX({ref}))",
-    }.get(kind, f"TO_CHAR({ref})")
-    return f"NVL({inner}, '{NULL_TEXT}')"
+    return DIALECTS[dialect].print_field(ref, kind, DECIMALS, NULL_TEXT)
 
 
 def line_expression(dialect: str, refs: list[str], kinds: list[str]) -> str:

@@ -171,8 +171,8 @@ def summarize_normalization(selected: list, reports: dict[str, dict[str, dict]])
         summary.manifest[inputs.source] = section
         summary.failed.update(failed)
         summary.unverified.update(_unverified(inputs, reports[inputs.source]["postgres"]))
-        for dialect in sorted(reports[inputs.source]):
-            summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][dialect].items())]
+        for target in sorted(reports[inputs.source]):
+            summary.database_rows += [database_row(r) for _, r in sorted(reports[inputs.source][target].items())]
         summary.gold_rows += [
             {k: None if v == "" else v for k, v in dict(r.as_row(), source=inputs.source).items()}
             for _, rep in sorted(reports[inputs.source]["postgres"].items())

@@ -17,14 +17,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
+from plbench.dialects import DIALECTS
 from plbench.engines.base import QueryResult
 from plbench.spider.gold import has_outer_order, run_sqlite
 from plbench.spider.output_format import DECIMALS, NULL_TEXT, format_row, line_expression, type_class
-
-DIALECT_BLOCKS = {
-    "postgres": ("PL/pgSQL", "a PostgreSQL anonymous block (DO $$ ... $$)", "RAISE NOTICE '%', <line>"),
-    "oracle": ("PL/SQL", "an Oracle PL/SQL anonymous block (BEGIN ... END;)", "DBMS_OUTPUT.PUT_LINE(<line>)"),
-}
 
 
 class TaskBuildError(Exception):
@@ -54,15 +50,26 @@ def outputs_match(reference: ReferenceOutput, printed: list[str]) -> bool:
     return sorted(reference.lines) == sorted(printed)
 
 
+def reference_block(dialect: str, query: str, kinds: list[str], ddl: str = "") -> str:
+    """A block looping over the query and printing each row by the output rule. Where the dialect
+    cannot rename an inline view's columns, the query names its outputs itself (`alias_outputs`;
+    `ddl`, the schema, spells out a `SELECT *` first)."""
+    target = DIALECTS[dialect]
+    if not target.renames_view_columns:
+        read = target.sqlglot_name
+        query, n = alias_outputs(expand_stars(query, ddl, read) if ddl else query, read)
+        if n != len(kinds):
+            raise TaskBuildError(
+                "unsupported_gold_shape", f"{n} {target.display_name} output columns, {len(kinds)} expected"
+            )
+    columns = [target.output_column(i) for i in range(1, len(kinds) + 1)]
+    line = line_expression(dialect, [f"r.{c}" for c in columns], kinds)
+    return target.print_rows_block(query, columns, line)
+
+
 def postgres_reference_block(query: str, kinds: list[str]) -> str:
     """A DO block looping over the query (its columns renamed c1..cn) and printing each row."""
-    names = [f"c{i}" for i in range(1, len(kinds) + 1)]
-    line = line_expression("postgres", [f"r.{n}" for n in names], kinds)
-    return (
-        f"DO $plbench$\nDECLARE\n  r record;\nBEGIN\n"
-        f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(names)}) LOOP\n"
-        f"    RAISE NOTICE '%', {line};\n  END LOOP;\nEND\n$plbench$;"
-    )
+    return reference_block("postgres", query, kinds)
 
 
 def _outermost_select(tree: exp.Expression) -> exp.Select:
@@ -130,11 +137,7 @@ def expand_stars(query: str, ddl: str, dialect: str) -> str:
 
 def oracle_reference_block(query: str, kinds: list[str], ddl: str = "") -> str:
     """A cursor loop over the query printing each row; `ddl` (the schema) spells out a `SELECT *`."""
-    aliased, n = alias_outputs(expand_stars(query, ddl, "oracle") if ddl else query, "oracle")
-    if n != len(kinds):
-        raise TaskBuildError("unsupported_gold_shape", f"{n} Oracle output columns, {len(kinds)} expected")
-    line = line_expression("oracle", [f"r.C{i}" for i in range(1, n + 1)], kinds)
-    return f"BEGIN\n  FOR r IN (\n{aliased}\n  ) LOOP\n    DBMS_OUTPUT.PUT_LINE({line});\n  END LOOP;\nEND;\n/"
+    return reference_block("oracle", query, kinds, ddl)
 
 
 def output_kinds(result: QueryResult) -> list[str]:
@@ -142,17 +145,17 @@ def output_kinds(result: QueryResult) -> list[str]:
 
 
 def prompt(question: str, database: str, dialect: str, schema_ddl: str, ordered: bool) -> str:
-    language, block, printer = DIALECT_BLOCKS[dialect]
+    target = DIALECTS[dialect]
     order = (
         "Print the rows in the order the question asks for." if ordered else "The order of the rows does not matter."
     )
     return (
-        f"Database `{database}` ({'PostgreSQL' if dialect == 'postgres' else 'Oracle'}). Its tables:\n\n"
+        f"Database `{database}` ({target.display_name}). Its tables:\n\n"
         f"{schema_ddl.strip()}\n\n"
         f"Question: {question.strip()}\n\n"
-        f"Write {block} in {language} that answers the question by printing the result rows, "
-        f"one row per line with {printer}, the fields of a row separated by commas in the order "
-        f"the question names them, with no header. Print {NULL_TEXT} for a null value, integers in full, other numbers "
-        f"rounded to at most {DECIMALS} decimal places without trailing zeros, dates as YYYY-MM-DD and "
-        f"timestamps as YYYY-MM-DD HH24:MI:SS. {order} Return the block only."
+        f"Write {target.block_description} in {target.language} that answers the question by printing the "
+        f"result rows, one row per line with {target.print_description}, the fields of a row separated by commas "
+        f"in the order the question names them, with no header. Print {NULL_TEXT} for a null value, integers in "
+        f"full, other numbers rounded to at most {DECIMALS} decimal places without trailing zeros, dates as "
+        f"YYYY-MM-DD and timestamps as YYYY-MM-DD HH24:MI:SS. {order} Return the block only."
     )

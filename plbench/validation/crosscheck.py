@@ -57,6 +57,7 @@ import pyarrow.parquet as pq
 from plbench import values
 from plbench.compare import Tolerance, same, same_unordered
 from plbench.config import NotConfigured
+from plbench.dialects import DIALECTS
 from plbench.engines.base import Engine
 from plbench.evaluate import Candidate, run_candidates
 from plbench.llm import LLMClient
@@ -215,7 +216,7 @@ def crosscheck(
     unknown = sorted({f"{c.task_id} ({c.dialect})" for c in candidates if (c.task_id, c.dialect) not in tasks})
     if unknown:  # said before the references run, which can take minutes on a full release
         raise ValueError(f"not tasks of the release: {', '.join(unknown[:10])}")
-    wanted = [tasks[(c.task_id, c.dialect)] for c in candidates if c.dialect in engines]
+    wanted = [tasks[(c.task_id, c.dialect)] for c in candidates if engines.get(c.dialect)]
     references = run_references(wanted, limits, workers)
     rows = []
     for index, _, task, case_rows in run_candidates(tasks, candidates, engines):
@@ -300,7 +301,8 @@ def write_results(out_dir: Path, rows: list[dict], summary: dict, source: str) -
 
 
 def _language(dialect: str) -> str:
-    return "Oracle PL/SQL" if dialect == "oracle" else "PostgreSQL PL/pgSQL"
+    target = DIALECTS[dialect]
+    return f"{target.display_name} {target.language}"
 
 
 def python_asserts(task: dict, limit: int = MAX_TEST_HINTS) -> list[str]:
@@ -367,6 +369,7 @@ def generate_candidates(tasks: list[dict], client, hint: str) -> list[Candidate]
 # ---- the build's crosscheck stage ------------------------------------------
 
 CROSSCHECK_SUBSETS = ("mbpp", "mbpp_plus")  # the subsets with a Python reference to compare with
+MODEL_DIALECTS = frozenset({"postgres"})  # a model writes candidates for the dialect whose engine always runs here
 
 
 @dataclass
@@ -421,7 +424,7 @@ def stage_candidates(
         return CandidateSet(known, source=f"file:{solutions.name}")
     if isinstance(client, NotConfigured):
         return CandidateSet([], reason=f"{client.reason}, and PLBENCH_CROSSCHECK_SOLUTIONS is not set")
-    wanted = [t for key, t in sorted(tasks.items()) if key[1] == "postgres"]
+    wanted = [t for (_, target), t in sorted(tasks.items()) if target in MODEL_DIALECTS]
     return CandidateSet(generate_candidates(wanted, client, hint), source=f"llm:{client.settings.model}:{hint}")
 
 
@@ -435,6 +438,6 @@ def stage_crosscheck(
     if not candidates.candidates:
         return CrosscheckReport(False, reason=candidates.reason or "no candidate names a task of this release")
     engines = {d: e for d, e in targets.items() if not isinstance(e, NotConfigured)}
-    runnable = [c for c in candidates.candidates if c.dialect in engines]
+    runnable = [c for c in candidates.candidates if engines.get(c.dialect)]
     rows = crosscheck(tasks, runnable, engines, limits, workers)
     return CrosscheckReport(True, source=candidates.source, rows=rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from plbench.dialects import Dialect
 from plbench.spider.gold.scope import (
     NUMERIC_FAMILIES,
     TEXT_LIKE_FAMILIES,
@@ -78,14 +79,11 @@ def _date_as_text(col_side: exp.Expression, literal: exp.Expression, ctx: Contex
     )
 
 
-_ORACLE_DATE_FORMATS = {"date": "YYYY-MM-DD", "timestamp": "YYYY-MM-DD HH24:MI:SS"}
-
-
-def _date_text(node: exp.Expression, family: str, target: str) -> exp.Expression:
-    """A date as the ISO text SQLite stored (PostgreSQL's text cast is ISO; Oracle's follows NLS)."""
-    if target == "oracle" and family in _ORACLE_DATE_FORMATS:
-        return exp.func("TO_CHAR", node, exp.Literal.string(_ORACLE_DATE_FORMATS[family]))
-    return text_cast(node, target)
+def _date_text(node: exp.Expression, family: str, dialect: Dialect) -> exp.Expression:
+    """A date as the ISO text SQLite stored (a text cast, or TO_CHAR where the cast follows settings)."""
+    if family in dialect.date_text_formats:
+        return exp.func("TO_CHAR", node, exp.Literal.string(dialect.date_text_formats[family]))
+    return text_cast(node, dialect)
 
 
 def rule_text_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Expression:
@@ -99,7 +97,7 @@ def rule_text_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Exp
             continue
         for col_side, lit_side in ((node.left, node.right), (node.right, node.left)):
             if _date_as_text(col_side, lit_side, ctx):
-                col_side.replace(_date_text(col_side.copy(), type_family(col_side, ctx), ctx.target))
+                col_side.replace(_date_text(col_side.copy(), type_family(col_side, ctx), ctx.dialect))
                 break
             new = _affinity_literal(col_side, lit_side, ctx)
             if new is not None:
@@ -113,22 +111,14 @@ def rule_text_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Exp
     return tree
 
 
-# SQLite reads a number from the start of a text (leading spaces allowed, '12abc' is 12, 'abc' is 0).
-_SQLITE_NUMBER = {
-    "postgres": "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST((REGEXP_MATCH(CAST(plb_x AS TEXT), "
-    r"'^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)'))[1] AS DOUBLE PRECISION), 0) END",
-    "oracle": "CASE WHEN plb_x IS NULL THEN NULL ELSE COALESCE(CAST(REGEXP_SUBSTR(TO_CHAR(plb_x), "
-    r"'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?') AS BINARY_DOUBLE), 0) END",
-}
+def sqlite_number(node: exp.Expression, dialect: Dialect) -> exp.Expression:
+    """`node` (text, or a date SQLite stores as text) read as a number the way SQLite does: from the
+    start of the text (leading spaces allowed, '12abc' is 12, 'abc' is 0)."""
+    return template(dialect.sqlite_number, dialect, x=node)
 
 
-def sqlite_number(node: exp.Expression, target: str) -> exp.Expression:
-    """`node` (text, or a date SQLite stores as text) read as a number the way SQLite does."""
-    return template(_SQLITE_NUMBER[target], target, x=node)
-
-
-def text_cast(node: exp.Expression, target: str) -> exp.Expression:
-    return exp.cast(node, "TEXT" if target == "postgres" else "VARCHAR(4000)")
+def text_cast(node: exp.Expression, dialect: Dialect) -> exp.Expression:
+    return exp.cast(node, dialect.text_type)
 
 
 def _mixed(a: exp.Expression, b: exp.Expression, ctx: Context) -> bool:
@@ -149,18 +139,18 @@ def rule_mixed_affinity_comparison(tree: exp.Expression, ctx: Context) -> exp.Ex
         for num, txt in ((node.left, node.right), (node.right, node.left)):
             if _mixed(num, txt, ctx):
                 if isinstance(node, (exp.EQ, exp.NEQ)):
-                    num.replace(text_cast(num.copy(), ctx.target))
+                    num.replace(text_cast(num.copy(), ctx.dialect))
                 else:
-                    txt.replace(sqlite_number(txt.copy(), ctx.target))
+                    txt.replace(sqlite_number(txt.copy(), ctx.dialect))
                 break
     for node in innermost_first(tree, exp.In):
         inner = projection(node.args["query"]) if node.args.get("query") else None
         if inner is None:
             continue
         if _mixed(node.this, inner, ctx):
-            node.this.replace(text_cast(node.this.copy(), ctx.target))
+            node.this.replace(text_cast(node.this.copy(), ctx.dialect))
         elif _mixed(inner, node.this, ctx):
-            inner.replace(text_cast(inner.copy(), ctx.target))
+            inner.replace(text_cast(inner.copy(), ctx.dialect))
     return tree
 
 
@@ -172,5 +162,5 @@ def rule_text_arithmetic(tree: exp.Expression, ctx: Context) -> exp.Expression:
         operands = [op.this] if isinstance(op, (exp.Sum, exp.Avg)) else [op.left, op.right]
         for node in operands:
             if type_family(node, ctx) in TEXT_LIKE_FAMILIES:
-                node.replace(sqlite_number(node.copy(), ctx.target))
+                node.replace(sqlite_number(node.copy(), ctx.dialect))
     return tree

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from plbench.normalize.emit import NormalizedDatabase
@@ -24,13 +24,20 @@ CLASSES = ("identical", "source_error", "transpile_error", "runtime_error", "res
 class EquivalenceResult:
     query: GoldQuery
     cls: str  # one of CLASSES
-    postgres_sql: str = ""
-    oracle_sql: str = ""
+    texts: dict[str, str] = field(default_factory=dict)  # dialect -> the transpiled gold (none where it failed)
     oracle_error: str = ""  # why no Oracle text could be made ("" when there is one)
     sqlstate: str = ""  # runtime_error: PostgreSQL's SQLSTATE
     detail: str = ""  # the error message, or the diff of a result mismatch
     source_rows: int | None = None
     target_rows: int | None = None
+
+    @property
+    def postgres_sql(self) -> str:
+        return self.texts.get("postgres", "")
+
+    @property
+    def oracle_sql(self) -> str:
+        return self.texts.get("oracle", "")
 
     def as_row(self) -> dict:
         """A flat record for the failure table (and for the release's reports)."""
@@ -70,11 +77,11 @@ def _both_texts(
 ) -> bool:
     """Fill in the PostgreSQL and Oracle texts; False (class transpile_error) if PostgreSQL failed."""
     try:
-        result.oracle_sql = transpile(query.sql, oracle, "oracle", plan)
+        result.texts["oracle"] = transpile(query.sql, oracle, "oracle", plan)
     except TranspileError as exc:
         result.oracle_error = exc.reason
     try:
-        result.postgres_sql = transpile(query.sql, normalized, "postgres", plan)
+        result.texts["postgres"] = transpile(query.sql, normalized, "postgres", plan)
     except TranspileError as exc:
         result.cls, result.detail = "transpile_error", exc.reason
         return False
@@ -100,7 +107,7 @@ def check_query(
     result.source_rows = len(expected)
     if not _both_texts(query, normalized, oracle, result, sqlite_plan(source, query.sql)):
         return result
-    text = result.postgres_sql if target == "postgres" else result.oracle_sql
+    text = result.texts.get(target)
     if not text:
         result.cls, result.detail = "transpile_error", result.oracle_error
         return result

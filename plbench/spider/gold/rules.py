@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from plbench.dialects import Dialect
 from plbench.spider.gold.affinity import (
     rule_mixed_affinity_comparison,
     rule_text_affinity_comparison,
@@ -46,12 +47,12 @@ def rule_double_quoted_strings(tree: exp.Expression, ctx: Context) -> exp.Expres
     return tree
 
 
-def row_id_column(select: exp.Select, target: str) -> exp.Expression | None:
+def row_id_column(select: exp.Select, dialect: Dialect) -> exp.Expression | None:
     """The physical row id of a one-table SELECT's table (rows were loaded in SQLite rowid order)."""
     source = select.args["from_"].this if select.args.get("from_") else None
     if select.args.get("joins") or not isinstance(source, exp.Table):
         return None
-    return exp.column("ctid" if target == "postgres" else "ROWID", table=source.alias_or_name)
+    return exp.column(dialect.row_id, table=source.alias_or_name)
 
 
 def _loop_row_ids(select: exp.Select, ctx: Context) -> list[exp.Expression]:
@@ -61,8 +62,7 @@ def _loop_row_ids(select: exp.Select, ctx: Context) -> list[exp.Expression]:
     tables = [item.this for item in items if item is not None]
     if not tables or not all(isinstance(t, exp.Table) for t in tables):
         return []
-    rowid = "ctid" if ctx.target == "postgres" else "ROWID"
-    return [exp.column(rowid, table=t.alias_or_name) for t in sorted(tables, key=ctx.loop_position)]
+    return [exp.column(ctx.dialect.row_id, table=t.alias_or_name) for t in sorted(tables, key=ctx.loop_position)]
 
 
 def _pick_extreme(col: exp.Column, extreme: exp.Expression, select: exp.Select, ctx: Context) -> exp.Expression:
@@ -71,13 +71,9 @@ def _pick_extreme(col: exp.Column, extreme: exp.Expression, select: exp.Select, 
     order = "DESC" if isinstance(extreme, exp.Max) else "ASC"
     row_ids = _loop_row_ids(select, ctx)
     ties = "".join(f", plb_rowid{i}" for i in range(len(row_ids)))
-    text = (
-        f"(ARRAY_AGG(plb_value ORDER BY plb_key {order} NULLS LAST{ties}))[1]"
-        if ctx.target == "postgres"
-        else f"MAX(plb_value) KEEP (DENSE_RANK FIRST ORDER BY plb_key {order} NULLS LAST{ties})"
-    )
+    text = ctx.dialect.first_at_extreme.format(order=order, ties=ties)
     row_id_nodes = {f"rowid{i}": node for i, node in enumerate(row_ids)}
-    return template(text, ctx.target, value=col, key=extreme.this, **row_id_nodes)
+    return template(text, ctx.dialect, value=col, key=extreme.this, **row_id_nodes)
 
 
 def rule_bare_columns(tree: exp.Expression, ctx: Context) -> exp.Expression:
@@ -103,7 +99,7 @@ def _as_text(node: exp.Expression, ctx: Context) -> exp.Expression:
     family = type_family(node, ctx)
     if family is None or family == "text" or isinstance(node, exp.Literal):
         return node.copy()
-    return text_cast(node.copy(), ctx.target)
+    return text_cast(node.copy(), ctx.dialect)
 
 
 _ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -119,24 +115,23 @@ def _ascii_pattern(node: exp.Expression) -> bool:
 
 
 def rule_like_case_insensitive(tree: exp.Expression, ctx: Context) -> exp.Expression:
-    """SQLite's LIKE folds ASCII letters only. With an ASCII pattern literal that is ILIKE in
-    PostgreSQL and UPPER() on both sides in Oracle; otherwise both sides fold A-Z by TRANSLATE."""
+    """SQLite's LIKE folds ASCII letters only. With an ASCII pattern literal that is the dialect's
+    `ascii_like` (ILIKE in PostgreSQL, UPPER() on both sides in Oracle); otherwise both sides fold
+    A-Z by TRANSLATE."""
     for like in innermost_first(tree, exp.Like):
         left, right, negate = _as_text(like.this, ctx), like.expression.copy(), like.args.get("negate")
         if not _ascii_pattern(right):
             new = exp.Like(this=_ascii_lower(left), expression=_ascii_lower(right))
-        elif ctx.target == "postgres":
-            new = exp.ILike(this=left, expression=right)
         else:
-            new = exp.Like(this=exp.Upper(this=left), expression=exp.Upper(this=right))
+            new = ctx.dialect.ascii_like(left, right)
         like.replace(exp.Not(this=new) if negate else new)
     return tree
 
 
 def rule_integer_division(tree: exp.Expression, ctx: Context) -> exp.Expression:
-    """SQLite divides integers as integers (truncating); Oracle's / is always exact: TRUNC it.
-    PostgreSQL's bigint / bigint already truncates."""
-    if ctx.target != "oracle":
+    """SQLite divides integers as integers (truncating); where the dialect's / is exact (Oracle),
+    TRUNC it. PostgreSQL's bigint / bigint already truncates."""
+    if ctx.dialect.division_truncates_integers:
         return tree
     for div in innermost_first(tree, exp.Div):
         if type_family(div.left, ctx) == "integer" and type_family(div.right, ctx) == "integer":
@@ -168,10 +163,10 @@ def _group_tiebreak(select: exp.Select, desc: bool) -> list[exp.Expression]:
     return keys
 
 
-def _scan_tiebreak(select: exp.Select, target: str) -> list[exp.Expression]:
+def _scan_tiebreak(select: exp.Select, dialect: Dialect) -> list[exp.Expression]:
     """Rows of a one-table query tied on the ORDER BY keys come out of SQLite in rowid order; the
     loaded table holds them in that order, so the physical row id reproduces it."""
-    row_id = row_id_column(select, target)
+    row_id = row_id_column(select, dialect)
     if row_id is None or select.args.get("distinct"):
         return []
     return [exp.Ordered(this=row_id, nulls_first=True)]
@@ -190,7 +185,7 @@ def rule_sqlite_tie_order(tree: exp.Expression, ctx: Context) -> exp.Expression:
         elif is_aggregate_query(select):
             extra = []
         else:
-            extra = _scan_tiebreak(select, ctx.target)
+            extra = _scan_tiebreak(select, ctx.dialect)
         order.set("expressions", [*order.expressions, *extra])
     return tree
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
+from plbench.dialects import DIALECTS, Dialect
 from plbench.normalize.emit import NormalizedColumn, NormalizedDatabase, NormalizedTable
 
-SQLGLOT_DIALECT = {"postgres": "postgres", "oracle": "oracle"}
 NUMERIC_FAMILIES = frozenset({"integer", "decimal", "float"})
 TEXT_LIKE_FAMILIES = frozenset({"text", "date", "timestamp", "time"})
 
@@ -26,7 +26,8 @@ class TranspileError(ValueError):
 
 @dataclass
 class Context:
-    """What the rules know: the database's tables by lower-cased source name, and the target."""
+    """What the rules know: the database's tables by lower-cased source name, and the target
+    (its name; the dialect object holds the target's rules)."""
 
     db: NormalizedDatabase
     target: str
@@ -38,6 +39,10 @@ class Context:
     def of(cls, db: NormalizedDatabase, target: str, plan: list[str] | None) -> Context:
         resorted = plan is None or any("TEMP B-TREE FOR GROUP BY" in line for line in plan)
         return cls(db, target, {t.source.name.lower(): t for t in db.tables}, resorted, tuple(plan or ()))
+
+    @property
+    def dialect(self) -> Dialect:
+        return DIALECTS[self.target]
 
     def loop_position(self, table: exp.Table) -> int:
         """Where SQLite's plan loops over `table` (SCAN / SEARCH by alias or name); after all if it does not say."""
@@ -246,9 +251,9 @@ def projection(query: exp.Expression) -> exp.Expression | None:
     return None
 
 
-def template(text: str, target: str, **nodes: exp.Expression) -> exp.Expression:
-    """An expression written in the target's SQL, with placeholder columns `plb_<name>` filled in."""
-    tree = sqlglot.parse_one(f"SELECT {text}", read=SQLGLOT_DIALECT[target]).expressions[0]
+def template(text: str, dialect: Dialect, **nodes: exp.Expression) -> exp.Expression:
+    """An expression written in the dialect's SQL, with placeholder columns `plb_<name>` filled in."""
+    tree = sqlglot.parse_one(f"SELECT {text}", read=dialect.sqlglot_name).expressions[0]
     for placeholder in list(tree.find_all(exp.Column)):
         if placeholder.name.startswith("plb_"):
             placeholder.replace(nodes[placeholder.name[4:]].copy())

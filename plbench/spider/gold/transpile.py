@@ -7,10 +7,11 @@ import sqlite3
 import sqlglot
 from sqlglot import exp
 
+from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedDatabase, normalize
 from plbench.normalize.schema import SourceDatabase
 from plbench.spider.gold.rules import RULES
-from plbench.spider.gold.scope import SQLGLOT_DIALECT, Context, TranspileError
+from plbench.spider.gold.scope import Context, TranspileError
 
 
 def sqlite_plan(conn: sqlite3.Connection, sql: str) -> list[str] | None:
@@ -34,8 +35,9 @@ def parse(sql: str) -> exp.Expression:
 def render(tree: exp.Expression, target: str) -> str:
     """The tree as target SQL, which must parse back in that dialect."""
     try:
-        text = tree.sql(dialect=SQLGLOT_DIALECT[target], unsupported_level=sqlglot.ErrorLevel.RAISE)
-        sqlglot.parse_one(text, read=SQLGLOT_DIALECT[target])
+        read = DIALECTS[target].sqlglot_name
+        text = tree.sql(dialect=read, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        sqlglot.parse_one(text, read=read)
     except sqlglot.errors.SqlglotError as exc:
         raise TranspileError(f"no valid {target} text: {str(exc)[:200]}") from exc
     return text
@@ -54,7 +56,7 @@ def transpile(sql: str, db: NormalizedDatabase, target: str = "postgres", plan: 
 
     `plan` (`sqlite_plan`) tells how SQLite orders groups, which decides the order of tied rows.
     """
-    if target not in SQLGLOT_DIALECT:
+    if target not in DIALECTS:
         raise ValueError(f"unknown target {target!r}")
     tree, ctx = parse(sql), Context.of(db, target, plan)
     for _name, rule in RULES:
