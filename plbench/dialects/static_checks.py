@@ -22,7 +22,6 @@ _TYPE_DDL = {
     "oracle": re.compile(r"^CREATE OR REPLACE TYPE (\w+) AS (?:TABLE OF (.+)|OBJECT \((.+)\));$", re.S),
     "postgres": re.compile(r"^CREATE TYPE (\w+) AS \((.+)\);$", re.S),
 }
-_SQLGLOT_DIALECT = {"oracle": "oracle", "postgres": "postgres"}
 _STRING = re.compile(r"'[^']*(?:''[^']*)*'")
 _COMMENT = re.compile(r"--[^\n]*")
 _NOT_PAREN = re.compile(r"[^()]+")
@@ -78,7 +77,7 @@ def _type_problem(dialect: Dialect, type_text: str, known: set[str]) -> str | No
     base = type_text.strip().removesuffix("[]")
     if base.lower() in known:
         return None
-    return _builtin_type_problem(_SQLGLOT_DIALECT[dialect.name], base)
+    return _builtin_type_problem(dialect.sqlglot_name, base)
 
 
 @functools.lru_cache(maxsize=1024)
