@@ -1,11 +1,12 @@
 """Spider assets: raw files → `normalized_databases/<dialect>` (one partition per database) → tasks.
 
 `normalized_databases` is one asset per dialect, like replay, each partitioned by database
-(dynamic partitions `<source>.<database>`, registered by the raw assets), so one database
-in one dialect can be rebuilt alone. A build materializes every partition in a single run
-(single-run backfill policy). Each partition saves its report beside its emitted files
-(`plbench.spider.stages.save_report`); the downstream assets read the reports of the
-selected databases from there, so they work whichever run produced each partition.
+(dynamic partitions `<source>.<database>`), so one database in one dialect can be rebuilt
+alone. The partitions are registered before a run starts (`register_database_partitions`,
+from the raw files alone), so a build materializes every partition in the same single run
+as everything else (single-run backfill policy). Each partition's value is its
+`DatabaseReport`, stored by the IO manager (pipelines/storage.py); the downstream assets
+receive every partition's report, whichever run produced it.
 """
 
 import warnings
@@ -16,14 +17,16 @@ import dagster as dg
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.spider.stages import (
+    DatabaseReport,
     SpiderInputs,
     SpiderTasks,
     build_spider2,
     build_spider_plsql,
+    database_keys,
     ingest_spider1,
     ingest_spider2,
-    load_reports,
     normalize_database,
+    reports_of,
     split_partition_key,
 )
 from plbench.spider.summary import NormalizationSummary, summarize_normalization
@@ -31,19 +34,24 @@ from plbench.spider.summary import NormalizationSummary, summarize_normalization
 GROUP = "spider"
 DATABASES = dg.DynamicPartitionsDefinition(name="database")
 RAW_ASSETS = {"spider1": "spider1_raw", "spider2_lite": "spider2_lite_raw"}
+SOURCES = {"spider_plsql": "spider1", "spider2": "spider2_lite"}  # release subset -> raw dataset
 
 
 def _ingest(source: str, config: BuildConfig) -> SpiderInputs:
     return ingest_spider1(config) if source == "spider1" else ingest_spider2(config)
 
 
-def _sync_partitions(instance: dg.DagsterInstance, source: str, keys: list[str]) -> None:
-    """Make this source's partitions exactly `keys`, so a build's partition range holds nothing stale."""
+def register_database_partitions(instance: dg.DagsterInstance, config: BuildConfig) -> list[str]:
+    """Make the `database` partitions exactly the selected datasets' databases, before a run starts
+    (a run's partition range is fixed when it is launched). Returns the keys, in registration order."""
+    selected = [source for subset, source in SOURCES.items() if subset in config.subsets]
+    wanted = [key for source in selected for key in database_keys(config, source)]
     existing = instance.get_dynamic_partitions(DATABASES.name)
     for key in existing:
-        if key.startswith(f"{source}.") and key not in keys:
+        if key not in wanted:
             instance.delete_dynamic_partition(DATABASES.name, key)
-    instance.add_dynamic_partitions(DATABASES.name, [k for k in keys if k not in set(existing)])
+    instance.add_dynamic_partitions(DATABASES.name, [k for k in wanted if k not in set(existing)])
+    return instance.get_dynamic_partitions(DATABASES.name)
 
 
 def _raw_asset(subset: str, source: str):
@@ -51,16 +59,14 @@ def _raw_asset(subset: str, source: str):
         name=RAW_ASSETS[source],
         group_name=GROUP,
         kinds={"python"},
-        description=f"{source}: verified raw files, its databases and questions; registers one "
-        "`database` partition per loadable database.",
+        description=f"{source}: verified raw files, its databases and questions (one `database` "
+        "partition per loadable database).",
     )
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> SpiderInputs | None:
         if subset not in build.subsets:
-            _sync_partitions(context.instance, source, [])
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
             return None
         inputs = _ingest(source, build)
-        _sync_partitions(context.instance, source, inputs.partition_keys())
         context.add_output_metadata(
             {
                 "databases": len(inputs.databases),
@@ -104,15 +110,20 @@ def _normalized_asset(dialect: str):
         engines: EnginesResource,
         spider1_raw: SpiderInputs | None,
         spider2_lite_raw: SpiderInputs | None,
-    ) -> None:
+    ) -> dict[str, DatabaseReport]:
         inputs = {"spider1": spider1_raw, "spider2_lite": spider2_lite_raw}
+        reports = {}
         with engines.open(dialect) as engine:
             for key in context.partition_keys:
                 source, name = split_partition_key(key)
-                if inputs[source] is None:
-                    raise RuntimeError(f"partition {key}: {source} was not ingested in this build")
-                report = normalize_database(build, inputs[source], name, engine)
-                context.add_asset_metadata(_partition_metadata(report), partition_key=key)
+                if inputs[source] is None or name not in inputs[source].databases:
+                    raise LookupError(
+                        f"partition {key}: no such database among the ingested raw files; "
+                        "`plbench build` registers the partitions of the selected subsets"
+                    )
+                reports[key] = normalize_database(build, inputs[source], name, engine)
+                context.add_asset_metadata(_partition_metadata(reports[key]), partition_key=key)
+        return reports
 
     return normalized
 
@@ -140,21 +151,32 @@ def _partition_metadata(report) -> dict:
 normalized_assets = {d: _normalized_asset(d) for d in DIALECT_NAMES}
 
 
+def _reports_ins() -> dict[str, dg.AssetIn]:
+    """Every partition of both dialects' `normalized_databases`, as {partition key: report} per dialect."""
+    return {f"reports_{d}": dg.AssetIn(key=a.key) for d, a in normalized_assets.items()}
+
+
+def _by_dialect(reports_oracle: dict, reports_postgres: dict) -> dict[str, dict[str, DatabaseReport]]:
+    return {"oracle": reports_oracle or {}, "postgres": reports_postgres or {}}
+
+
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
-    deps=list(normalized_assets.values()),
+    ins=_reports_ins(),
     description="Every selected database's reports in both dialects: the manifest's normalization "
     "section and the rows of databases.parquet.",
 )
 def normalization_report(
     context: dg.AssetExecutionContext,
-    build: dg.ResourceParam[BuildConfig],
     spider1_raw: SpiderInputs | None,
     spider2_lite_raw: SpiderInputs | None,
+    reports_oracle: dict[str, DatabaseReport],
+    reports_postgres: dict[str, DatabaseReport],
 ) -> NormalizationSummary:
     selected = [i for i in (spider1_raw, spider2_lite_raw) if i is not None]
-    reports = {i.source: {d: load_reports(build, i, d) for d in DIALECT_NAMES} for i in selected}
+    stored = _by_dialect(reports_oracle, reports_postgres)
+    reports = {i.source: {d: reports_of(i, stored[d], d) for d in DIALECT_NAMES} for i in selected}
     summary = summarize_normalization(selected, reports)
     context.add_output_metadata({"normalization": dg.MetadataValue.json(summary.manifest)})
     return summary
@@ -205,6 +227,7 @@ def _tasks_metadata(tasks: SpiderTasks) -> dict:
 @dg.asset(
     group_name=GROUP,
     kinds={"postgres"},
+    ins=_reports_ins(),
     deps=[normalization_report],
     description="Spider-PLSQL: a task per Spider 1.0 dev question and dialect whose reference block "
     "reproduces the gold output on PostgreSQL.",
@@ -214,15 +237,18 @@ def spider_plsql_tasks(
     build: dg.ResourceParam[BuildConfig],
     engines: EnginesResource,
     spider1_raw: SpiderInputs | None,
+    reports_oracle: dict[str, DatabaseReport],
+    reports_postgres: dict[str, DatabaseReport],
 ) -> SpiderTasks:
     if spider1_raw is None:
         return SpiderTasks("spider_plsql")
+    stored = _by_dialect(reports_oracle, reports_postgres)
     with engines.open("postgres") as engine, engines.open("oracle") as oracle:
         tasks = build_spider_plsql(
             build,
             spider1_raw,
-            load_reports(build, spider1_raw, "postgres"),
-            load_reports(build, spider1_raw, "oracle"),
+            reports_of(spider1_raw, stored["postgres"], "postgres"),
+            reports_of(spider1_raw, stored["oracle"], "oracle"),
             engine,
             oracle,
         )
@@ -233,20 +259,26 @@ def spider_plsql_tasks(
 @dg.asset(
     group_name=GROUP,
     kinds={"postgres"},
+    ins=_reports_ins(),
     deps=[normalization_report],
     description="Spider 2.0-Lite task records for the questions with gold SQL: the gold transpiled to both "
     "dialects, tables/columns required, the official result; gold run on the sample rows.",
 )
 def spider2_tasks(
-    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], spider2_lite_raw: SpiderInputs | None
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    spider2_lite_raw: SpiderInputs | None,
+    reports_oracle: dict[str, DatabaseReport],
+    reports_postgres: dict[str, DatabaseReport],
 ) -> SpiderTasks:
     if spider2_lite_raw is None:
         return SpiderTasks("spider2")
+    stored = _by_dialect(reports_oracle, reports_postgres)
     tasks = build_spider2(
         build,
         spider2_lite_raw,
-        load_reports(build, spider2_lite_raw, "postgres"),
-        load_reports(build, spider2_lite_raw, "oracle"),
+        reports_of(spider2_lite_raw, stored["postgres"], "postgres"),
+        reports_of(spider2_lite_raw, stored["oracle"], "oracle"),
     )
     context.add_output_metadata(_tasks_metadata(tasks))
     return tasks

@@ -66,18 +66,18 @@ def _config(args: argparse.Namespace) -> BuildConfig:
     )
 
 
-RAW_ASSETS = ["mbpp_raw", "mbpp_plus_raw", "spider1_raw", "spider2_lite_raw"]
 PARTITIONED = [["normalized_databases", d] for d in DIALECT_NAMES]
 
 
 def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None, partition: str | None = None):
-    """Run the rebuild job (or a selection of its assets) in-process; returns Dagster's result.
+    """Run the rebuild job (or a selection of its assets) in-process, as one run; returns Dagster's result.
 
-    A full build runs twice: the raw assets first (they register one `database` partition per
-    database), then everything else, with every database partition in that one run. With
-    `partition`, the selection runs for that one database only.
+    The `database` partitions are registered first, from the raw files alone, so the one run covers
+    every database partition. With `partition`, the selection runs for that one database only.
     """
     import dagster as dg
+
+    from assets.spider import register_database_partitions
 
     if instance is None:
         dagster_home()
@@ -86,14 +86,10 @@ def execute(config: BuildConfig, selection: list[list[str]] | None = None, insta
     if partition is not None:
         return _run(config, selection, instance, tags={"dagster/partition": partition})
     if selection is None:
-        first = _run(config, [[name] for name in RAW_ASSETS], instance)
-        if not first.success:
-            return first
-        selection = [k.path for k in _all_asset_keys(config) if k.path[0] not in RAW_ASSETS]
-    partitioned = [k for k in selection if k in PARTITIONED]
-    if not partitioned:
+        selection = [k.path for k in _all_asset_keys(config)]
+    if not [k for k in selection if k in PARTITIONED]:
         return _run(config, selection, instance)
-    keys = instance.get_dynamic_partitions("database")
+    keys = register_database_partitions(instance, config)
     if not keys:  # no Spider subset selected: nothing to normalize
         return _run(config, [k for k in selection if k not in PARTITIONED], instance)
     return _run(

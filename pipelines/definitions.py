@@ -4,6 +4,7 @@ import dagster as dg
 
 from assets import crosscheck, mbpp, release, replay, spider
 from pipelines.resources import engines_resource, llm_resource
+from pipelines.storage import StageStorage
 from plbench.config import BuildConfig
 
 REBUILD_JOB = "rebuild_release"
@@ -50,7 +51,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
             "build": config,
             "engines": engines_resource(config),
             "llm": llm_resource(config),
-            "io_manager": dg.FilesystemIOManager(base_dir=str(config.storage_dir)),
+            "io_manager": StageStorage(base_dir=str(config.storage_dir)),
         },
     )
 

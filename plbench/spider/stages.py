@@ -1,9 +1,9 @@
 """The Spider stages as plain functions: raw files → normalized, loaded, verified databases → tasks.
 
-`normalize_database` is the work of one `normalized_databases` partition (one database in
-one dialect): it emits the DDL and data files, loads PostgreSQL, verifies row counts and
-checksums, and runs the gold-query equivalence. Its `DatabaseReport` is saved next to the
-emitted files, so the task stages read every database's report whichever run produced it.
+`normalize_database` is the work of one `normalized_databases_<dialect>` partition (one database
+in one dialect): it emits the DDL and data files, loads PostgreSQL, verifies row counts and
+checksums, and runs the gold-query equivalence. Its `DatabaseReport` is the partition's value,
+which Dagster stores and hands to the task stages whichever run produced it.
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ class SpiderInputs:
         return [partition_key(self.source, name) for name in sorted(self.databases)]
 
 
+SPIDER1_TABLES = "spider/tables.json"
+
+
 def partition_key(source: str, name: str) -> str:
     return f"{source}.{name}"
 
@@ -76,27 +79,47 @@ def split_partition_key(key: str) -> tuple[str, str]:
     return source, name
 
 
-def _resolve_all(config: BuildConfig, dataset: str) -> dict[str, Path]:
-    sources = (config.catalog or CATALOG)[dataset]
+def _resolve_all(config: BuildConfig, dataset: str, only: tuple[str, ...] | None = None) -> dict[str, Path]:
+    sources = [s for s in (config.catalog or CATALOG)[dataset] if only is None or s.relative_path in only]
     return {s.relative_path: resolve(s, config.raw_dir, config.download_dir) for s in sources}
 
 
-def ingest_spider1(config: BuildConfig) -> SpiderInputs:
-    """Spider 1.0: every database tables.json names, the dev questions and the train gold queries."""
-    paths = _resolve_all(config, "spider1")
-    names = [db["db_id"] for db in json.loads(paths["spider/tables.json"].read_text(encoding="utf-8"))]
-    databases, missing = {}, {}
+def database_keys(config: BuildConfig, source: str) -> list[str]:
+    """A dataset's `<source>.<database>` partition keys, known before any stage runs (so one run can
+    build every database): its loadable databases, as its ingest finds them."""
+    if source == "spider1":
+        (tables,) = _resolve_all(config, "spider1", only=(SPIDER1_TABLES,)).values()
+        return [partition_key(source, name) for name in _spider1_databases(config, tables)[0]]
+    return [partition_key(source, name) for name in sorted(_spider2_databases(config))]
+
+
+def _spider1_databases(config: BuildConfig, tables: Path) -> tuple[list[str], dict[str, str]]:
+    """The databases tables.json names that have a SQLite file, and why each other one is missing."""
+    names = [db["db_id"] for db in json.loads(tables.read_text(encoding="utf-8"))]
+    listed = {s.relative_path for s in (config.catalog or CATALOG)["spider1"]}
+    loadable, missing = [], {}
     for name in sorted(names):
-        path = paths.get(f"spider/database/{name}/{name}.sqlite")
-        if path is not None:
-            databases[name] = path
+        if _sqlite_path(name) in listed:
+            loadable.append(name)
         else:
-            ddl_only = f"spider/database/{name}/{name}.sql" in paths
+            ddl_only = f"spider/database/{name}/{name}.sql" in listed
             missing[name] = (
                 "the raw sources hold only its DDL (no rows)"
                 if ddl_only
                 else "its SQLite file is not in the raw sources"
             )
+    return loadable, missing
+
+
+def _sqlite_path(name: str) -> str:
+    return f"spider/database/{name}/{name}.sqlite"
+
+
+def ingest_spider1(config: BuildConfig) -> SpiderInputs:
+    """Spider 1.0: every database tables.json names, the dev questions and the train gold queries."""
+    paths = _resolve_all(config, "spider1")
+    loadable, missing = _spider1_databases(config, paths[SPIDER1_TABLES])
+    databases = {name: paths[_sqlite_path(name)] for name in loadable}
     dev = read_spider_dev(paths["spider/dev.json"], paths["spider/dev_gold.sql"])
     train = [q for q in read_train_gold(paths["spider/train_gold.sql"]) if q.db_id in databases]
     questions = [q for q in dev if q.db_id in databases]
@@ -116,17 +139,22 @@ def raw_root(config: BuildConfig) -> Path:
     return config.raw_dir or config.download_dir
 
 
+def _spider2_databases(config: BuildConfig) -> dict[str, Path]:
+    """`<source dialect>.<folder>` -> its schema description folder, the archives verified and unpacked."""
+    from plbench.spider.spider2 import database_folders, unpack_archives
+
+    _resolve_all(config, "spider2_lite")
+    folders = database_folders(unpack_archives(raw_root(config), config.cache_dir))
+    return {f"{dialect}.{name}": folder for dialect, name, folder in folders}
+
+
 def ingest_spider2(config: BuildConfig) -> SpiderInputs:
     """Spider 2.0-Lite: every schema description (databases named `<source dialect>.<folder>`, since
     BigQuery and Snowflake share ten names) and the questions that have gold SQL."""
-    from plbench.spider.spider2 import database_folders, unpack_archives
     from plbench.spider.spider2_tasks import select_questions
 
-    _resolve_all(config, "spider2_lite")
-    root = raw_root(config)
-    folders = database_folders(unpack_archives(root, config.cache_dir))
-    databases = {f"{dialect}.{name}": folder for dialect, name, folder in folders}
-    questions, rejections = select_questions(root, {(dialect, name): None for dialect, name, _ in folders})
+    databases = _spider2_databases(config)
+    questions, rejections = select_questions(raw_root(config), {tuple(key.split(".", 1)): None for key in databases})
     inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider2_lite"]}
     return SpiderInputs(
         "spider2", "spider2_lite", databases, {}, questions, [], rejections, dict(sorted(inputs.items()))
@@ -162,33 +190,16 @@ class DatabaseReport:
         return summarize_equivalence([r for r in self.equivalence if split is None or r.query.split == split])
 
 
-def report_path(config: BuildConfig, source: str, name: str, dialect: str) -> Path:
-    return config.normalized_dir / source / name / dialect / "report.pkl"
-
-
-def save_report(config: BuildConfig, report: DatabaseReport) -> None:
-    path = report_path(config, report.source, report.name, report.dialect)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps(report))
-    tmp.replace(path)
-
-
-def load_reports(config: BuildConfig, inputs: SpiderInputs, dialect: str) -> dict[str, DatabaseReport]:
-    """Every database's report in this dialect; a missing one means its partition never ran."""
-    reports, absent = {}, []
-    for name in sorted(inputs.databases):
-        path = report_path(config, inputs.source, name, dialect)
-        if not path.exists():
-            absent.append(partition_key(inputs.source, name))
-            continue
-        reports[name] = pickle.loads(path.read_bytes())
+def reports_of(inputs: SpiderInputs, stored: dict[str, DatabaseReport], dialect: str) -> dict[str, DatabaseReport]:
+    """This dataset's reports by database, from one dialect's reports keyed by partition; a missing one
+    means its partition never ran."""
+    absent = [key for key in inputs.partition_keys() if key not in stored]
     if absent:
-        raise FileNotFoundError(
-            f"no normalized_databases/{dialect} result for {len(absent)} database(s), e.g. "
+        raise LookupError(
+            f"no normalized_databases_{dialect} result for {len(absent)} database(s), e.g. "
             f"{absent[:3]}: materialize those partitions first"
         )
-    return reports
+    return {name: stored[partition_key(inputs.source, name)] for name in sorted(inputs.databases)}
 
 
 def read_source(inputs: SpiderInputs, name: str, row_cap: int | None = None) -> SourceDatabase:
@@ -203,8 +214,8 @@ def read_source(inputs: SpiderInputs, name: str, row_cap: int | None = None) -> 
 
 def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceDatabase:
     """The source database, read once for both dialects' partitions: the first to run keeps what it read
-    (`source.pkl`, valid while the dataset's raw checksums and the row cap are unchanged)."""
-    path = config.normalized_dir / inputs.source / name / "source.pkl"
+    in the cache (valid while the dataset's raw checksums and the row cap are unchanged)."""
+    path = config.cache_dir / "sources" / inputs.source / f"{name}.pkl"
     key = hashlib.sha256(json.dumps([inputs.inputs, config.spider_row_cap], sort_keys=True).encode()).hexdigest()
     if path.exists():
         cached_key, source = pickle.loads(path.read_bytes())
@@ -286,7 +297,6 @@ def normalize_database(
                     target="oracle",
                 )
     report.seconds = time.perf_counter() - start
-    save_report(config, report)
     return report
 
 
