@@ -197,22 +197,47 @@ def _runnable(targets: dict) -> dict:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from pipelines.resources import open_engines
-    from plbench.evaluate import evaluate, markdown, read_solutions, summarize, write_results
+    """Grade every candidate, appending its rows as it goes; `--resume` continues an interrupted run."""
+    import contextlib
+    import hashlib
 
-    config = BuildConfig.from_env()
-    release, solutions = Path(args.release).resolve(), Path(args.solutions).resolve()
-    candidates = read_solutions(solutions)
-    with open_engines(config, {c.dialect for c in candidates}) as targets:
-        rows = evaluate(release, candidates, _runnable(targets))
-    summary = summarize(rows)
-    out = Path(args.out) if args.out else Path("evaluations") / f"{release.name}-{solutions.stem}"
+    from pipelines.resources import open_engines
+    from plbench.engines.base import EngineUnavailable
+    from plbench.evaluate import read_release, read_solutions, run_candidates
+    from plbench.grading.results import ResultLog, markdown, summarize, summary_line, write_results
+
+    with contextlib.ExitStack() as stack:
+        try:
+            config = BuildConfig.from_env()
+            release_dir, solutions = Path(args.release).resolve(), Path(args.solutions).resolve()
+            release = read_release(release_dir)
+            candidates = read_solutions(solutions)
+            targets = stack.enter_context(open_engines(config, {c.dialect for c in candidates} & set(DIALECT_NAMES)))
+            _runnable(targets)  # says which dialects have no engine; their candidates get rows saying why
+            out = Path(args.out) if args.out else Path("evaluations") / f"{release.name}-{solutions.stem}"
+            run = {"release": release.name, "solutions_sha256": hashlib.sha256(solutions.read_bytes()).hexdigest()}
+            log = stack.enter_context(contextlib.closing(ResultLog(out / "cases.jsonl", run, resume=args.resume)))
+        except (ValueError, OSError, EngineUnavailable) as exc:
+            print(f"plbench: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+        try:
+            for index, _, _, rows in run_candidates(release, candidates, targets, skip=set(log.rows)):
+                log.add(index, rows)
+        except EngineUnavailable as exc:
+            print(
+                f"plbench: {exc}; {len(log.rows)} of {len(candidates)} candidates graded and kept in {log.path}: "
+                "rerun with --resume to continue",
+                file=sys.stderr,
+            )
+            return 1
+    rows = log.all_rows()
+    summary = summarize([r for r in rows if r["subset"] is not None])
     write_results(out, rows, markdown(summary, release.name, solutions.name))
     for key, s in summary.items():
-        print(
-            f"{key}: Mean Test Pass@1 {s['mean_test_pass@1']}, Suite Pass@1 {s['suite_pass@1']} "
-            f"over {s['tasks']} tasks ({s['reference_errors']} reference errors excluded)"
-        )
+        print(summary_line(key, s))
+    unknown = sum(1 for r in rows if r["subset"] is None)
+    if unknown:
+        print(f"{unknown} candidates name no task of the release or an unknown dialect: not graded (see cases)")
     print(f"per-case results and summary in {out}")
     return 0
 
@@ -295,6 +320,9 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--solutions", required=True, help="JSONL file of {task_id, dialect, code}")
     evaluate.add_argument(
         "--out", help="folder for cases.parquet and summary.md (default: evaluations/<release>-<solutions>)"
+    )
+    evaluate.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run from the cases.jsonl in --out"
     )
     evaluate.set_defaults(func=cmd_evaluate)
     xcheck = sub.add_parser("crosscheck", help="compare candidates' verdicts with the Python reference's")

@@ -1,11 +1,14 @@
-"""Score candidate solutions against a release: per task and dialect, install the setup, create
-the candidate, run the task's test block, and keep the verdict of every case.
+"""Score candidate solutions against a release: every candidate gets a verdict per case, and the run goes on.
 
-A candidate that does not install is classified from the engine's diagnostic; an ERROR case
-from the code it printed (plbench.validation.diagnostics). When the task's own setup or the
-harness fails, the row is a `reference_error` and is left out of the scores.
+Per candidate, by the kind of its task (plbench.grading): a function task (MBPP, MBPP+) calls the
+candidate per case from the client and compares in Python; a block task (Spider) compares the lines
+the block printed. A candidate that does not install is classified from the engine's diagnostic;
+when the task's own setup fails, the row is a `reference_error`, left out of the scores. A candidate
+naming no task of the release, an unknown dialect or a dialect without an engine gets rows that say
+so (`not_graded`), also left out of the scores. A candidate that ends its own database session is
+its failure; a server that stops answering stops the run (the results so far are kept).
 
-Metrics per subset and dialect, over the candidates given:
+Metrics per subset and dialect, over the candidates given (plbench.grading.results):
 - Mean Test Pass@1: the mean, over tasks, of the share of cases passed;
 - Suite Pass@1: the share of tasks whose every case passed.
 """
@@ -13,29 +16,18 @@ Metrics per subset and dialect, over the candidates given:
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from plbench.engines.base import Engine
-from plbench.mbpp.artifacts import parse_verdicts
-from plbench.validation.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
-
-CASE_SCHEMA = pa.schema(
-    [
-        ("task_id", pa.string()),
-        ("subset", pa.string()),
-        ("dialect", pa.string()),
-        ("case", pa.int32()),
-        ("verdict", pa.string()),
-        ("category", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
+from plbench.config import DIALECT_NAMES, NotConfigured
+from plbench.engines.base import Engine, EngineUnavailable
+from plbench.grading.blocks import grade_block
+from plbench.grading.functions import grade_function
+from plbench.grading.results import NOT_GRADED
+from plbench.validation.diagnostics import INVALID_ARTIFACT
 
 
 @dataclass(frozen=True)
@@ -48,7 +40,11 @@ class Candidate:
 def read_solutions(path: Path) -> list[Candidate]:
     """JSONL of {task_id, dialect, code}; a malformed line is an error naming the line."""
     candidates = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} line {n}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
         if not line.strip():
             continue
         try:
@@ -59,138 +55,95 @@ def read_solutions(path: Path) -> list[Candidate]:
     return candidates
 
 
-def split_script(text: str, dialect: str) -> list[str]:
-    """Statements of a release script: Oracle's are separated by `/` lines; PostgreSQL runs it whole."""
-    if not text.strip():
-        return []
-    if dialect != "oracle":
-        return [text]
-    return [s.strip() for s in text.split("\n/\n") if s.strip() and s.strip() != "/"]
+@dataclass(frozen=True)
+class Release:
+    """What grading reads of a release: task rows by (task_id, dialect), database schemas by
+    (database, dialect) for the block tasks."""
+
+    name: str
+    tasks: dict[tuple[str, str], dict]
+    schemas: dict[tuple[str, str], str]
 
 
-def evaluate_candidate(engine: Engine, task: dict, code: str) -> list[dict]:
-    """Per-case result rows of one candidate for one task."""
-    total = len(json.loads(task["test_cases"]))
-    base = {"task_id": task["task_id"], "subset": task["subset"], "dialect": task["dialect"]}
-
-    def every_case(verdict: str, category: str, detail: str) -> list[dict]:
-        return [
-            {**base, "case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
-            for n in range(1, total + 1)
-        ]
-
-    with engine.session() as session:
-        for statement in split_script(task["setup_sql"], task["dialect"]):
-            setup = session.execute(statement)
-            if not setup.ok:
-                return every_case("NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
-        created = session.execute(code)
-        if not created.ok:
-            detail = "timed out" if created.timed_out else f"{created.error.code}: {created.error.message}"
-            return every_case("NOT_RUN", category_of(created.error.code if created.error else None), detail)
-        results = [session.execute(s) for s in split_script(task["test_block"], task["dialect"])]
-    run = results[-1]
-    if run.timed_out:  # the candidate looped past the statement timeout
-        return every_case("TIMEOUT", WRONG_LOGIC, "statement timeout")
-    if not all(r.ok for r in results):
-        bad = next(r for r in results if not r.ok)
-        if task.get("replay_status") == "passed" and bad.error is not None:
-            # The block passed replay on this engine, so what broke it is the candidate's code
-            # (it dropped or replaced the harness's types, say): never excluded as a reference error.
-            return every_case(
-                "NOT_RUN",
-                category_of(bad.error.code),
-                f"test block failed after the candidate: {bad.error.code}: {bad.error.message}",
-            )
-        return every_case("NOT_RUN", REFERENCE_ERROR, f"test block failed: {bad.error}")
-    verdicts = parse_verdicts(run.lines, total).verdicts
-    rows = []
-    for n in range(1, total + 1):
-        verdict = verdicts.get(n, "MISSING")
-        kind, _, detail = verdict.partition(" ")
-        category = None if kind == "PASS" else case_error_category(detail) if kind == "ERROR" else WRONG_LOGIC
-        rows.append({**base, "case": n, "verdict": kind, "category": category, "detail": detail[:500]})
-    return rows
-
-
-def summarize(rows: list[dict]) -> dict:
-    """Mean Test Pass@1 and Suite Pass@1 per subset and dialect; reference errors left out."""
-    by_task: dict[tuple, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_task[(row["subset"], row["dialect"], row["task_id"])].append(row)
-    groups: dict[tuple, list[list[dict]]] = defaultdict(list)
-    excluded: dict[tuple, int] = defaultdict(int)
-    for (subset, dialect, _), cases in by_task.items():
-        if any(c["category"] == REFERENCE_ERROR for c in cases):
-            excluded[(subset, dialect)] += 1
-        else:
-            groups[(subset, dialect)].append(cases)
-    summary = {}
-    for key in sorted(set(groups) | set(excluded)):
-        tasks = groups.get(key, [])
-        shares = [sum(c["verdict"] == "PASS" for c in cases) / len(cases) for cases in tasks]
-        categories = defaultdict(int)
-        for cases in tasks:
-            failed = [c["category"] for c in cases if c["verdict"] != "PASS"]
-            if failed:
-                categories[max(set(failed), key=failed.count)] += 1
-        summary[f"{key[0]}/{key[1]}"] = {
-            "tasks": len(tasks),
-            "reference_errors": excluded.get(key, 0),
-            "mean_test_pass@1": round(sum(shares) / len(shares), 4) if shares else None,
-            "suite_pass@1": round(sum(s == 1.0 for s in shares) / len(shares), 4) if shares else None,
-            "failed_tasks_by_category": dict(sorted(categories.items())),
-        }
-    return summary
-
-
-def markdown(summary: dict, release: str, solutions: str) -> str:
-    lines = [
-        f"# Evaluation of `{solutions}` on release `{release}`",
-        "",
-        "| subset/dialect | tasks | Mean Test Pass@1 | Suite Pass@1 | reference errors (excluded) |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for key, s in summary.items():
-        lines.append(
-            f"| {key} | {s['tasks']} | {s['mean_test_pass@1']} | {s['suite_pass@1']} | {s['reference_errors']} |"
-        )
-    lines += ["", "Failed tasks by their most frequent failure category:", ""]
-    lines += [f"- {key}: {s['failed_tasks_by_category'] or 'none'}" for key, s in summary.items()]
-    return "\n".join(lines) + "\n"
+def read_release(release_dir: Path) -> Release:
+    tasks = read_tasks(release_dir)
+    schemas = {}
+    if (release_dir / "databases.parquet").exists():
+        for db in pq.read_table(release_dir / "databases.parquet").to_pylist():
+            if db["loaded"]:
+                schemas[(db["database"], db["dialect"])] = db["schema_name"]
+    return Release(release_dir.name, tasks, schemas)
 
 
 def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
     """The release's task rows by (task_id, dialect)."""
+    if not (release_dir / "tasks.parquet").is_file():
+        raise ValueError(f"{release_dir} is not a release folder: it has no tasks.parquet")
     return {(r["task_id"], r["dialect"]): r for r in pq.read_table(release_dir / "tasks.parquet").to_pylist()}
 
 
-def run_candidates(
-    tasks: dict[tuple[str, str], dict],
-    candidates: list[Candidate],
-    engines: dict[str, Engine],
-    release: str = "the release",
-) -> Iterator[tuple[int, Candidate, dict, list[dict]]]:
-    """(index, candidate, task row, case rows) of every candidate whose dialect has an engine.
+def grade(engine: Engine, task: dict, code: str, schema: str | None = None) -> list[dict]:
+    """Case rows (case, verdict, category, detail) of one candidate, whatever the candidate does to
+    its own session; EngineUnavailable only when the server itself is gone."""
+    try:
+        if task.get("signature"):
+            return grade_function(engine, task, code)
+        return grade_block(engine, task, code, schema if engine.loaded(schema) else None)
+    except EngineUnavailable as exc:
+        if not engine.reachable():
+            raise
+        total = len(json.loads(task["test_cases"])) if task.get("signature") else 1
+        detail = f"the candidate ended its own database session: {exc}"[:500]
+        return [
+            {"case": n, "verdict": "ERROR", "category": INVALID_ARTIFACT, "detail": detail} for n in range(1, total + 1)
+        ]
 
-    The one execution path of candidates: `evaluate` scores what it yields and the implementation
-    cross-check (plbench.validation.crosscheck) compares it with the Python reference.
+
+def _not_graded(cand: Candidate, why: str, subset: str | None = None) -> list[dict]:
+    return [
+        {
+            "task_id": cand.task_id,
+            "subset": subset,
+            "dialect": cand.dialect,
+            "case": None,
+            "verdict": "NOT_RUN",
+            "category": NOT_GRADED,
+            "detail": why[:500],
+        }
+    ]
+
+
+def run_candidates(
+    release: Release,
+    candidates: list[Candidate],
+    engines: dict[str, Engine | NotConfigured],
+    skip: set[int] = frozenset(),
+) -> Iterator[tuple[int, Candidate, dict | None, list[dict]]]:
+    """(index, candidate, task row or None, case rows) of every candidate whose index is not in `skip`.
+
+    `engines` maps a dialect to its engine, or to the NotConfigured saying why there is none. The one execution path of
+    candidates: `evaluate` scores what it yields and the implementation cross-check
+    (plbench.validation.crosscheck) compares it with the Python reference.
     """
     for index, cand in enumerate(candidates):
-        task = tasks.get((cand.task_id, cand.dialect))
-        if task is None:
-            raise ValueError(f"{cand.task_id} ({cand.dialect}) is not a task of {release}")
-        if cand.dialect in engines:
-            yield index, cand, task, evaluate_candidate(engines[cand.dialect], task, cand.code)
+        if index in skip:
+            continue
+        task = release.tasks.get((cand.task_id, cand.dialect))
+        engine = engines.get(cand.dialect)
+        if cand.dialect not in DIALECT_NAMES:
+            rows = _not_graded(cand, f"unknown dialect {cand.dialect!r}; known: {', '.join(DIALECT_NAMES)}")
+        elif task is None:
+            rows = _not_graded(cand, f"{cand.task_id} ({cand.dialect}) is not a task of release {release.name}")
+        elif engine is None or isinstance(engine, NotConfigured):
+            why = engine.reason if engine else "not configured"
+            rows = _not_graded(cand, f"no {cand.dialect} engine: {why}", task["subset"])
+        else:
+            schema = release.schemas.get((task.get("database"), cand.dialect))
+            base = {"task_id": task["task_id"], "subset": task["subset"], "dialect": cand.dialect}
+            rows = [{**base, **r} for r in grade(engine, task, cand.code, schema)]
+        yield index, cand, task, [{"candidate": index, **r} for r in rows]
 
 
-def evaluate(release_dir: Path, candidates: list[Candidate], engines: dict[str, Engine]) -> list[dict]:
-    """Case rows for every candidate whose task is in the release and whose dialect has an engine."""
-    ran = run_candidates(read_tasks(release_dir), candidates, engines, f"release {release_dir.name}")
-    return [row for _, _, _, rows in ran for row in rows]
-
-
-def write_results(out_dir: Path, rows: list[dict], summary_md: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=CASE_SCHEMA), out_dir / "cases.parquet")
-    (out_dir / "summary.md").write_text(summary_md)
+def evaluate(release_dir: Path, candidates: list[Candidate], engines: dict[str, Engine | NotConfigured]) -> list[dict]:
+    """Case rows of every candidate (see `run_candidates`)."""
+    return [row for _, _, _, rows in run_candidates(read_release(release_dir), candidates, engines) for row in rows]

@@ -34,3 +34,30 @@ def sandbox_children() -> list[int]:
             if script in cmdline:
                 pids.append(int(entry.name))
     return pids
+
+
+def release_row(task, dialect: str = "postgres", **fields) -> dict:
+    """The release row fields grading reads, from the task's emitted artifacts (as the release writes them)."""
+    import json
+
+    from plbench.pipeline import emit_artifacts
+
+    art = emit_artifacts(task, dialect)
+    comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol, "unordered": task.comparison.unordered}
+    return {
+        "task_id": task.task_id,
+        "subset": task.subset,
+        "dialect": dialect,
+        "source_id": task.source_id,
+        "database": None,
+        "prompt": art.prompt,
+        "entry_point": task.entry_point,
+        "signature": art.signature,
+        "setup_sql": art.setup_sql,
+        "test_block": art.test_block,
+        "test_cases": art.test_cases,
+        "comparison": json.dumps(comparison, sort_keys=True),
+        "reference_code": None,
+        "replay_status": "passed",
+        **fields,
+    }

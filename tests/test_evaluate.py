@@ -7,11 +7,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from plbench.engines.postgres import PostgresEngine
-from plbench.evaluate import Candidate, evaluate, read_solutions, summarize
-from plbench.pipeline import emit_artifacts
+from plbench.evaluate import Candidate, evaluate, read_solutions
+from plbench.grading.results import summarize
 from plbench.validation.diagnostics import CATEGORY_BY_CODE, INTERFACE, INVALID_ARTIFACT, category_of
 from tests.conftest import PG_DATA_DIR
-from tests.helpers import typed_task
+from tests.helpers import release_row, typed_task
 
 SORT = typed_task(
     ["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), []), (([2, 2, 1],), [1, 2, 2])], entry="sort_list", source_id="1"
@@ -19,16 +19,7 @@ SORT = typed_task(
 
 
 def _release(tmp_path):
-    art = emit_artifacts(SORT, "postgres")
-    row = {
-        "task_id": SORT.task_id,
-        "subset": "mbpp",
-        "dialect": "postgres",
-        "setup_sql": art.setup_sql,
-        "test_block": art.test_block,
-        "test_cases": art.test_cases,
-    }
-    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "tasks.parquet")
+    pq.write_table(pa.Table.from_pylist([release_row(SORT)]), tmp_path / "tasks.parquet")
     return tmp_path
 
 
@@ -93,7 +84,8 @@ def test_metrics_and_reference_errors(engine, tmp_path):
         release, [Candidate(SORT.task_id, "postgres", CANDIDATES[n]) for n in ("right", "wrong")], {"postgres": engine}
     )
     summary = summarize(rows)["mbpp/postgres"]
-    assert summary["tasks"] == 1 and summary["reference_errors"] == 0  # both candidates are one task id
+    assert summary["tasks"] == 1 and summary["candidates"] == 2 and summary["reference_errors"] == 0
+    assert summary["mean_test_pass@1"] == round((1 + 1 / 3) / 2, 4) and summary["suite_pass@1"] == 0.5
     broken = [{**r, "category": "reference_error"} for r in rows[:3]]
     assert summarize(broken)["mbpp/postgres"]["reference_errors"] == 1
 
@@ -101,6 +93,7 @@ def test_metrics_and_reference_errors(engine, tmp_path):
 def test_scores_count_every_task():
     rows = [
         {
+            "candidate": "ab".index(t),
             "task_id": t,
             "subset": "mbpp",
             "dialect": "postgres",

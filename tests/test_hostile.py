@@ -21,17 +21,17 @@ from psycopg import sql
 
 from plbench.config import BuildConfig
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
-from plbench.evaluate import evaluate_candidate
+from plbench.evaluate import grade
 from plbench.mbpp.artifacts import TaskEmitter
 from plbench.normalize.emit import normalize
 from plbench.normalize.load import load_postgres, verify_postgres
 from plbench.normalize.sqlite_source import read_sqlite
-from plbench.pipeline import Ingested, emit_artifacts, extract_test_cases
+from plbench.pipeline import Ingested, extract_test_cases
 from plbench.records import RawProblem
 from plbench.sandbox import SandboxLimits
 from plbench.validation.diagnostics import INTERFACE, WRONG_LOGIC
 from plbench.validation.replay import validate_task
-from tests.helpers import sandbox_children, typed_task
+from tests.helpers import release_row, sandbox_children, typed_task
 
 SENTINEL = Path("/tmp") / f"plbench_hostile_{os.getpid()}"
 
@@ -255,19 +255,6 @@ def test_disabling_the_statement_timeout_does_not_escape_it(pg_engine):
 SORT = typed_task(["xs"], [(([3, 1, 2],), (1, "min")), (([5],), (5, "min"))], entry="lo_hi", source_id="777")
 
 
-def _task_row(task) -> dict:
-    art = emit_artifacts(task, "postgres")
-    return {
-        "task_id": task.task_id,
-        "subset": "mbpp",
-        "dialect": "postgres",
-        "setup_sql": art.setup_sql,
-        "test_block": art.test_block,
-        "test_cases": art.test_cases,
-        "replay_status": "passed",
-    }
-
-
 def _lo_hi(body: str) -> str:
     rec = TaskEmitter(SORT, "postgres").dialect.sql_type(SORT.signature.returns, TaskEmitter(SORT, "postgres").env)
     return (
@@ -279,12 +266,12 @@ RIGHT = "RETURN ROW((SELECT min(x) FROM unnest(xs) x), 'min'::text);"
 
 
 def test_candidates_that_break_the_harness_are_scored_as_failures_and_the_next_runs_clean(pg_engine):
-    row = _task_row(SORT)
+    row = release_row(SORT)
     rec = row["setup_sql"].split()[2]  # CREATE TYPE <name> AS ...
     fast = PostgresEngine.start(pg_engine._dsn, Path("unused"), statement_timeout_s=1.0)
     try:
         outcomes = {
-            name: evaluate_candidate(fast, row, code)
+            name: grade(fast, row, code)
             for name, code in {
                 "loops": _lo_hi("LOOP END LOOP;"),
                 "drops_the_harness_type": _lo_hi(RIGHT) + f"\nDROP TYPE {rec} CASCADE; COMMIT;",
@@ -300,9 +287,10 @@ def test_candidates_that_break_the_harness_are_scored_as_failures_and_the_next_r
         fast.close()
     verdicts = {name: {(r["verdict"], r["category"]) for r in rows} for name, rows in outcomes.items()}
     assert verdicts["loops"] == {("TIMEOUT", WRONG_LOGIC)}
-    # Breaking the replay-validated harness is the candidate's failure, never a reference error.
-    assert verdicts["drops_the_harness_type"] == {("NOT_RUN", INTERFACE)}
-    assert "42704" in outcomes["drops_the_harness_type"][0]["detail"]
+    # Breaking the replay-validated harness is the candidate's failure, never a reference error: its
+    # function went with the type, so each graded call finds none.
+    assert verdicts["drops_the_harness_type"] == {("ERROR", INTERFACE)}
+    assert "42883" in outcomes["drops_the_harness_type"][0]["detail"]
     for name in ("commits_then_is_right", "leaves_a_transaction_open", "holds_a_session_lock", "right"):
         assert verdicts[name] == {("PASS", None)}, (name, outcomes[name])
     # The type the candidate dropped and committed is back for the next task: replay still passes.

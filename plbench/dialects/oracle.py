@@ -17,6 +17,7 @@ Rules (each a line of a table in the docs and a test):
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from typing import Any
@@ -390,6 +391,27 @@ class OracleDialect(Dialect):
 
     def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
         return f"BEGIN\n  FOR r IN (\n{query}\n  ) LOOP\n    {self.emit_line(line)}\n  END LOOP;\nEND;\n/"
+
+    # ---- grading (plbench.grading) ---------------------------------------------------------
+    def script_statements(self, script: str) -> list[str]:
+        """A release script's statements, separated by `/` lines as SQL*Plus reads them."""
+        return [s.strip() for s in script.split("\n/\n") if s.strip() and s.strip() != "/"]
+
+    def fetched_value(self, data: Any, t: PyType) -> Any:
+        """A graded call's result as the driver fetched it: a JSON value arrives as its CLOB text."""
+        return json.loads(data) if t.kind == "json" and isinstance(data, str) else data
+
+    def graded_value(self, value: Any, t: PyType) -> Any:
+        """A value as the comparison sees it: in Oracle '' is NULL, so '' reads as None everywhere."""
+        if value == "":
+            return None
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.graded_value(v, t) for v in value)
+        if isinstance(value, (set, frozenset)):
+            return {self.graded_value(v, t) for v in value}
+        if isinstance(value, dict):
+            return {self.graded_value(k, t): self.graded_value(v, t) for k, v in value.items()}
+        return value
 
 
 def _data_literal(v) -> str:

@@ -373,6 +373,19 @@ class PostgresDialect(Dialect):
             f"    {self.emit_line(line)}\n  END LOOP;\nEND\n$plbench$;"
         )
 
+    # ---- grading (plbench.grading) ---------------------------------------------------------
+    def script_statements(self, script: str) -> list[str]:
+        """A release script's statements: psql runs the whole text as one."""
+        return [script]
+
+    def fetched_value(self, data: Any, t: PyType) -> Any:
+        """A graded call's result as to_jsonb rendered it: decoded as it is."""
+        return data
+
+    def graded_value(self, value: Any, t: PyType) -> Any:
+        """A value as the comparison sees it: PostgreSQL keeps '' apart from NULL."""
+        return value
+
 
 def _copy_field(v) -> str:
     """One field of PostgreSQL COPY text format."""

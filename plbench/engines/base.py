@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,38 @@ class QueryResult:
         return self.error is None and not self.timed_out
 
 
+@dataclass(frozen=True)
+class CallOutcome:
+    """One call of a function from the client: the engine's rendering of its result, or why none.
+
+    PostgreSQL renders the result with `to_jsonb`, Oracle as the driver fetches it; either way the
+    grader decodes it by the declared type (plbench.validation.roundtrip.decode).
+    """
+
+    value: Any = None
+    error: Diagnostic | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+def budget_spent(code: str) -> CallOutcome:
+    """A call not made, or stopped, because the calls' shared time budget was spent."""
+    return CallOutcome(timed_out=True, error=Diagnostic(code, "the time budget of the calls was spent"))
+
+
 class EngineUnavailable(RuntimeError):
     """The engine is not configured or cannot be reached; carries the reason."""
 
 
 class Session(Protocol):
     def execute(self, statement: str) -> ExecResult: ...
+
+    def call_all(
+        self, function: str, argument_lists: list[list[str]], budget_s: float | None = None
+    ) -> list[CallOutcome]: ...
 
 
 class Engine(Protocol):
@@ -61,5 +87,9 @@ class Engine(Protocol):
     def version(self) -> str: ...
 
     def session(self) -> contextlib.AbstractContextManager[Session]: ...
+
+    def loaded(self, schema: str | None) -> bool: ...
+
+    def reachable(self) -> bool: ...
 
     def close(self) -> None: ...

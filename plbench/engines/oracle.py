@@ -21,12 +21,13 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import oracledb
 
-from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult, QueryResult
+from plbench.engines.base import CallOutcome, Diagnostic, EngineUnavailable, ExecResult, QueryResult
 
 _OUTPUT_CHUNK = 100  # DBMS_OUTPUT lines fetched per round trip
 _MAX_LINE = 32767  # longest DBMS_OUTPUT line
@@ -230,6 +231,44 @@ class OracleSession:
             description = cursor.description or ()
         return QueryResult([d.name for d in description], [d.type_code.name for d in description], rows)
 
+    def call_all(self, function: str, argument_lists: list[list[str]], budget_s: float | None = None) -> list:
+        """`SELECT "<USER>".<function>(<arguments>) FROM SYS.DUAL` per argument list, from the client.
+
+        The grading channel (see plbench.grading): DBMS_OUTPUT is not read, the expected values never
+        reach the server, and the value comes back as the driver fetches it, object and collection
+        types as plain dicts and lists. The calls share one budget, enforced by the driver's call
+        timeout, which PL/SQL cannot catch; a call past it is a timeout, and so is every later one.
+        Untested here: no Oracle server.
+        """
+        conn = self._conn()
+        budget_ms = self._engine._call_timeout_ms if budget_s is None else max(1, round(budget_s * 1000))
+        user = conn.username.upper().replace('"', "")
+        deadline = time.monotonic() + budget_ms / 1000
+        outcomes: list[CallOutcome] = []
+        try:
+            for args in argument_lists:
+                left_ms = round((deadline - time.monotonic()) * 1000)
+                if left_ms <= 0 or (outcomes and outcomes[-1].timed_out):
+                    outcomes.append(
+                        CallOutcome(timed_out=True, error=Diagnostic("DPY-4024", "the time budget was spent"))
+                    )
+                    continue
+                self._conn().call_timeout = left_ms
+                outcomes.append(self._call(f'SELECT "{user}".{function}({", ".join(args)}) FROM SYS.DUAL'))
+        finally:
+            if self._engine._healthy():
+                self._conn().call_timeout = self._engine._call_timeout_ms
+        return outcomes
+
+    def _call(self, statement: str) -> CallOutcome:
+        with self._guard("calling the candidate"), self._conn().cursor() as cursor:
+            try:
+                cursor.execute(statement)
+                return CallOutcome(value=_plain(cursor.fetchone()[0]))
+            except oracledb.Error as exc:
+                failed = self._failed(exc)
+                return CallOutcome(error=failed.error, timed_out=failed.timed_out)
+
     def _failed(self, exc: oracledb.Error) -> ExecResult:
         message = str(exc).strip()
         diagnostic = Diagnostic(error_code(message) or _driver_code(exc), message)
@@ -286,6 +325,17 @@ class OracleSession:
             for kind, drop_sql in _DROP_SQL.items():
                 for name in sorted(name for name, obj_kind in created if obj_kind == kind):
                     _drop_quietly(cursor, drop_sql.format(f'"{name}"'))
+
+
+def _plain(value):
+    """A fetched value as plain data: objects as {attribute (lower case): value}, collections as lists."""
+    if isinstance(value, oracledb.LOB):
+        return value.read()
+    if isinstance(value, oracledb.DbObject):
+        if value.type.iscollection:
+            return [_plain(v) for v in value.aslist()]
+        return {a.name.lower(): _plain(getattr(value, a.name)) for a in value.type.attributes}
+    return value
 
 
 def _drop_quietly(cursor: oracledb.Cursor, statement: str) -> None:
@@ -345,6 +395,18 @@ class OracleEngine:
                 yield sess
             finally:
                 sess.finish()
+
+    def loaded(self, schema: str | None) -> bool:
+        """Block tasks read a loaded database; here databases are loaded into a session's own objects and
+        dropped with it (plbench.spider.stages), so none is loaded for grading."""
+        return False
+
+    def reachable(self) -> bool:
+        try:
+            self._connection()
+            return True
+        except EngineUnavailable:
+            return False
 
     def close(self) -> None:
         self._drop_connection()

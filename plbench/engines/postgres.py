@@ -1,10 +1,10 @@
 """PostgreSQL engine: run PL/pgSQL candidates in throw-away, rolled-back sessions.
 
-A session is one transaction on its own connection. It creates a private schema,
-puts it first on the search_path, and runs each statement inside a savepoint so
-a failing statement does not poison the session. Leaving the session rolls the
-whole transaction back; since PostgreSQL DDL is transactional, nothing the
-candidate created survives.
+A session (plbench.engines.pg_session) is one transaction on its own connection, in a private
+schema, rolled back when it ends. A session a statement escaped (it committed) is swept as the
+configured user afterwards: its schema dropped, the candidate role's settings and password reset.
+A statement still running past its timeout is cancelled, then its backend ended
+(plbench.engines.watchdog).
 
 The server is either the one named by a DSN, or a private embedded server
 started with `pgserver` in a cache folder. The embedded server is deliberately
@@ -30,73 +30,28 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import heapq
 import itertools
 import os
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-from psycopg import pq, sql
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from plbench.engines.base import Diagnostic, EngineUnavailable, ExecResult, QueryResult
+from plbench.engines.base import EngineUnavailable
+from plbench.engines.pg_session import PostgresSession
+from plbench.engines.watchdog import Watchdog
 
 _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra ones
 _CONNECT_TIMEOUT_S = 10
-_SAVEPOINT = "plb_stmt"
 CANDIDATE_ROLE = "plbench_candidate"
 _schema_counter = itertools.count(1)  # next() on a count is atomic under the GIL
-# statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog
-# cancels any statement still running this long after its timeout.
+# statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog cancels
+# any statement still running this long after its timeout, and ends its backend as long again later.
 _WATCHDOG_GRACE_S = 1.0
-
-
-class _Watchdog:
-    """One thread per engine that cancels statements running past their deadline."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._deadlines: list[tuple[float, int]] = []  # heap of (deadline, token)
-        self._armed: dict[int, psycopg.Connection] = {}
-        self._tokens = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, conn: psycopg.Connection, seconds: float) -> int:
-        token = next(self._tokens)
-        with self._cond:
-            self._armed[token] = conn
-            heapq.heappush(self._deadlines, (time.monotonic() + seconds, token))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="plbench-pg-watchdog", daemon=True)
-                self._thread.start()
-            elif len(self._deadlines) == 1:
-                self._cond.notify()  # it was waiting for work
-        return token
-
-    def disarm(self, token: int) -> None:
-        with self._cond:
-            self._armed.pop(token, None)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._deadlines and self._deadlines[0][1] not in self._armed:
-                    heapq.heappop(self._deadlines)  # finished in time
-                if not self._deadlines:
-                    self._cond.wait()
-                    continue
-                deadline, token = self._deadlines[0]
-                if time.monotonic() < deadline:
-                    self._cond.wait(deadline - time.monotonic())
-                    continue
-                heapq.heappop(self._deadlines)
-                conn = self._armed.pop(token)
-            with contextlib.suppress(Exception):  # the statement may have just ended
-                conn.cancel_safe(timeout=5.0)
 
 
 def _next_schema_name() -> str:
@@ -113,12 +68,6 @@ def _describe(dsn: str) -> str:
         return "the configured server"
     host = parts.get("host") or "localhost"
     return f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
-
-
-def _diagnostic(exc: psycopg.Error) -> Diagnostic:
-    # Errors raised by psycopg itself (no SQLSTATE) are things this engine does not
-    # support, e.g. COPY to/from the client: report them as feature_not_supported.
-    return Diagnostic(code=exc.sqlstate or "0A000", message=exc.diag.message_primary or str(exc))
 
 
 def _start_pgserver(data_dir: Path):
@@ -141,185 +90,6 @@ def _start_pgserver(data_dir: Path):
         ) from exc
 
 
-def _type_name(conn: psycopg.Connection, oid: int) -> str:
-    info = conn.adapters.types.get(oid)
-    return info.name if info else str(oid)
-
-
-class PostgresSession:
-    """One rolled-back transaction on one connection; see the module docstring."""
-
-    def __init__(
-        self,
-        conn: psycopg.Connection,
-        schema: str,
-        timeout_ms: int,
-        reads: tuple[str, ...] = (),
-        watchdog: _Watchdog | None = None,
-    ):
-        self.schema = schema
-        self._watchdog = watchdog
-        self._reads = reads  # schemas of loaded databases, searched after the private one
-        self._conn: psycopg.Connection | None = conn
-        self._timeout_ms = timeout_ms
-        self._lines: list[str] = []
-        self._escaped = False  # a statement committed/rolled back our transaction itself
-        self._statements = 0
-        conn.add_notice_handler(self._on_notice)
-
-    def _on_notice(self, diag: psycopg.errors.Diagnostic) -> None:
-        self._lines.append(diag.message_primary or "")
-
-    @property
-    def backend_pid(self) -> int:
-        return self._live().info.backend_pid
-
-    def _live(self) -> psycopg.Connection:
-        if self._conn is None:
-            raise RuntimeError("this PostgreSQL session has ended")
-        return self._conn
-
-    def _lost(self) -> bool:
-        return self._conn is None or self._conn.closed or self._conn.broken
-
-    @contextlib.contextmanager
-    def _guard(self, doing: str) -> Iterator[None]:
-        """Turn a lost connection into EngineUnavailable; other errors pass through."""
-        try:
-            yield
-        except psycopg.Error as exc:
-            if self._lost():
-                raise EngineUnavailable(
-                    f"lost the PostgreSQL connection while {doing} ({exc.sqlstate or 'no SQLSTATE'}: "
-                    f"{str(exc).strip()}); the server was stopped, restarted or ended this backend"
-                ) from exc
-            raise
-
-    @contextlib.contextmanager
-    def _watched(self, conn: psycopg.Connection) -> Iterator[None]:
-        if self._watchdog is None:
-            yield
-            return
-        token = self._watchdog.arm(conn, self._timeout_ms / 1000 + _WATCHDOG_GRACE_S)
-        try:
-            yield
-        finally:
-            self._watchdog.disarm(token)
-
-    def begin(self) -> None:
-        """Set up (or, after the transaction was ended by a statement, re-set up) the session."""
-        name = sql.Identifier(self.schema)
-        path = sql.SQL(", ").join([name, *map(sql.Identifier, self._reads), sql.Identifier("pg_catalog")])
-        setup = sql.SQL(
-            "SET LOCAL statement_timeout = {ms}; CREATE SCHEMA IF NOT EXISTS {name}; "
-            # The task schema before pg_catalog, so user functions named like built-ins win.
-            "SET LOCAL search_path = {path}; SET LOCAL client_min_messages = notice"
-        ).format(ms=sql.Literal(self._timeout_ms), name=name, path=path)
-        with self._guard("starting a session"):
-            self._live().execute(setup)
-
-    def execute(self, statement: str) -> ExecResult:
-        conn = self._live()
-        self._lines = []
-        # A fresh savepoint per statement, never released: a session runs a handful of
-        # statements, and skipping RELEASE saves a round trip on every one of them.
-        self._statements += 1
-        savepoint = f"{_SAVEPOINT}_{self._statements}"
-        try:
-            with self._guard("running a statement"), self._watched(conn):
-                conn.execute(f"SAVEPOINT {savepoint}")
-                conn.execute(statement)  # no parameters: simple protocol, several statements allowed
-        except psycopg.Error as exc:
-            return self._failed(exc, savepoint)
-        lines, self._lines = self._lines, []  # re-setting the session below must not add its notices
-        if conn.info.transaction_status == TransactionStatus.IDLE:
-            self._settle("")  # the statement ran COMMIT or ROLLBACK itself
-        return ExecResult(lines=lines)
-
-    def query(self, statement: str) -> QueryResult:
-        """Rows of one query (with column names and type names), or its diagnostic."""
-        conn = self._live()
-        self._statements += 1
-        savepoint = f"{_SAVEPOINT}_{self._statements}"
-        try:
-            with self._guard("running a query"), self._watched(conn):
-                conn.execute(f"SAVEPOINT {savepoint}")
-                cur = conn.execute(statement)
-                rows = cur.fetchall() if cur.description else []
-                columns = [d.name for d in cur.description or ()]
-                types = [_type_name(conn, d.type_code) for d in cur.description or ()]
-        except psycopg.Error as exc:
-            failed = self._failed(exc, savepoint)
-            return QueryResult(error=failed.error, timed_out=failed.timed_out)
-        return QueryResult(columns, types, rows)
-
-    def _failed(self, exc: psycopg.Error, savepoint: str) -> ExecResult:
-        lines, self._lines = self._lines, []  # notices raised before the error are part of the output
-        self._finish_copy()
-        self._settle(f"ROLLBACK TO SAVEPOINT {savepoint}")
-        timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
-        return ExecResult(lines=lines, error=_diagnostic(exc), timed_out=timed_out)
-
-    def _finish_copy(self) -> None:
-        """psycopg refuses COPY in execute() and leaves the protocol mid-COPY: end it.
-
-        COPY FROM STDIN is aborted, COPY TO STDOUT drained, so the connection is usable again.
-        """
-        pgconn = self._live().pgconn
-        if self._conn.info.transaction_status != TransactionStatus.ACTIVE:
-            return
-        with self._guard("ending a COPY"):
-            while (res := pgconn.get_result()) is not None:
-                if res.status == pq.ExecStatus.COPY_OUT:
-                    while pgconn.get_copy_data(0)[0] >= 0:
-                        pass
-                elif res.status == pq.ExecStatus.COPY_IN:
-                    pgconn.put_copy_end(b"COPY FROM STDIN is not supported by plbench")
-
-    def _settle(self, savepoint_sql: str) -> None:
-        """Get back to 'inside our transaction, no savepoint open' after a statement."""
-        conn = self._live()
-        with self._guard("cleaning up after a statement"):
-            if conn.info.transaction_status == TransactionStatus.IDLE:
-                # The statement ran COMMIT/ROLLBACK: the SET LOCALs are gone and what it
-                # committed is permanent. Restore the environment; drop the schema at the end.
-                self._escaped = True
-                self.begin()
-                return
-            try:
-                conn.execute(savepoint_sql)
-            except psycopg.Error:
-                if self._lost():
-                    raise
-                # Our savepoint is gone (the statement released it or replaced the transaction).
-                self._escaped = True
-                conn.rollback()
-                self.begin()
-
-    def finish(self) -> bool:
-        """Roll everything back; True when the connection is clean enough to reuse."""
-        conn, self._conn = self._conn, None
-        if conn is None or conn.closed or conn.broken:
-            return False
-        conn.remove_notice_handler(self._on_notice)
-        try:
-            conn.rollback()
-            if self._escaped:
-                # Something was committed: drop our schema, and do not reuse a connection
-                # whose temporary objects may have been committed too.
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
-                conn.commit()
-                return False
-            # DISCARD ALL clears what a rollback does not: PREPAREd statements, session
-            # advisory locks, LISTEN, cached plans. It refuses to run inside a transaction.
-            conn.autocommit = True
-            conn.execute("DISCARD ALL")
-            conn.autocommit = False
-            return True
-        except psycopg.Error:
-            return False
-
-
 class PostgresEngine:
     """Hands out isolated PostgreSQL sessions; thread-safe (one connection per session)."""
 
@@ -337,7 +107,9 @@ class PostgresEngine:
         self._session_dsn: str | None = None  # the candidate role's conninfo, once set up
         self.candidate_role: str | None = None  # None: sessions run as the configured user
         self._granted: set[str] = set()  # loaded schemas the candidate role may read
-        self._watchdog = _Watchdog()
+        self._candidate_password = ""
+        self._loaded: set[str] = set()
+        self._watchdog = Watchdog(self._terminate_backend, _WATCHDOG_GRACE_S)
 
     @classmethod
     def start(cls, dsn: str | None, data_dir: Path, statement_timeout_s: float = 10.0) -> PostgresEngine:
@@ -372,7 +144,52 @@ class PostgresEngine:
         try:
             yield sess
         finally:
-            self._give_back(conn, reusable=sess.finish())
+            reusable = sess.finish()
+            if sess.escaped or not reusable and sess.lost:
+                self._sweep(sess.schema)
+            self._give_back(conn, reusable)
+
+    def loaded(self, schema: str | None) -> bool:
+        """Whether a loaded database's schema is on this server (remembered once seen)."""
+        if schema and schema not in self._loaded:
+            with contextlib.closing(self._connect(self._dsn)) as conn:
+                if conn.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s", [schema]).fetchone():
+                    self._loaded.add(schema)
+        return schema in self._loaded
+
+    def reachable(self) -> bool:
+        """Whether the server still answers (a lost session may be the candidate ending its own backend)."""
+        try:
+            with contextlib.closing(self._connect(self._dsn)) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except (EngineUnavailable, psycopg.Error):
+            return False
+
+    def _terminate_backend(self, pid: int) -> None:
+        """End a backend the watchdog's cancel did not stop (PL/pgSQL can catch a cancel)."""
+        with contextlib.closing(self._connect(self._dsn)) as conn:
+            conn.execute("SELECT pg_catalog.pg_terminate_backend(%s)", [pid])
+
+    def _sweep(self, schema: str) -> None:
+        """After a session that committed (or lost its backend): as the administrator, drop its schema
+        and reset the candidate role, whose settings and password a committed statement can change."""
+        with contextlib.closing(self._connect(self._dsn)) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            if self.candidate_role is not None:
+                role = sql.Identifier(self.candidate_role)
+                conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(role))
+                conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, sql.Literal(self._candidate_password)))
+                per_database = conn.execute(
+                    "SELECT d.datname FROM pg_catalog.pg_db_role_setting s JOIN pg_catalog.pg_database d"
+                    " ON d.oid = s.setdatabase WHERE s.setrole = %s::regrole",
+                    [self.candidate_role],
+                ).fetchall()
+                for (database,) in per_database:
+                    conn.execute(
+                        sql.SQL("ALTER ROLE {} IN DATABASE {} RESET ALL").format(role, sql.Identifier(database))
+                    )
+            conn.commit()
 
     def run_baseline(self, statements: list[str]) -> None:
         """Raw psycopg baseline: run statements in one transaction, roll back; errors propagate."""
@@ -487,7 +304,7 @@ class PostgresEngine:
             psycopg.connect(dsn, connect_timeout=_CONNECT_TIMEOUT_S).close()
         except psycopg.Error as exc:
             return self._without_candidate_role(f"the server refuses its login: {str(exc).strip()}")
-        self.candidate_role = CANDIDATE_ROLE
+        self.candidate_role, self._candidate_password = CANDIDATE_ROLE, password
         return dsn
 
     def _without_candidate_role(self, why: str) -> str:

@@ -106,9 +106,12 @@ class TaskEmitter:
     def literals(self, case: TestCase) -> list[str]:
         return [self.dialect.literal(v, t, self.env) for v, (_, t) in zip(case.args, self.params)]
 
+    def arguments(self, case: TestCase) -> list[str]:
+        """The case's arguments as literals cast to the parameters' types (what the grader calls with)."""
+        return [self.dialect.typed_argument(lit, sql) for lit, (_, sql) in zip(self.literals(case), self.sql_params)]
+
     def call(self, case: TestCase) -> str:
-        args = [self.dialect.typed_argument(lit, sql) for lit, (_, sql) in zip(self.literals(case), self.sql_params)]
-        return f"{self.function_name}({', '.join(args)})"
+        return f"{self.function_name}({', '.join(self.arguments(case))})"
 
     def test_block_statements(self) -> list[str]:
         """Helper statements (PostgreSQL pg_temp functions) followed by the one anonymous block."""

@@ -1,0 +1,99 @@
+"""Grading a function task (MBPP, MBPP+): call the candidate per case from the client, compare in Python.
+
+Per candidate, in one isolated session: run the task's setup (its named types), install the
+candidate, then `call_all` the declared function with each case's arguments, rendered as literals of
+the declared types by the dialect. Each result is decoded by the declared return type and compared
+with the expected value by `plbench.compare.same` under the task's tolerance. The expected values
+stay in this process.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plbench import values
+from plbench.compare import Tolerance, same
+from plbench.engines.base import CallOutcome, Engine
+from plbench.grading.types import parse_type
+from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
+from plbench.mbpp.extract import Comparison, TestCase
+from plbench.mbpp.pytypes import PyType, Signature
+from plbench.validation.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
+from plbench.validation.roundtrip import decode
+
+
+def typed_task(task: dict) -> TypedTask:
+    """The typed task behind a release row (signature, cases and comparison from their JSON)."""
+    signature = json.loads(task["signature"])
+    params = tuple((p["name"], parse_type(p["python_type"])) for p in signature["params"])
+    cases = tuple(
+        TestCase(tuple(values.decode(c["args"])), values.decode(c["expected"]), c.get("origin", ""))
+        for c in json.loads(task["test_cases"])
+    )
+    rules = json.loads(task["comparison"])
+    return TypedTask(
+        task["subset"],
+        task["task_id"].split("/", 1)[-1],
+        "",
+        task["entry_point"],
+        Signature(params, parse_type(signature["returns"]["python_type"])),
+        cases,
+        Comparison(rules["unordered"], rules["atol"], rules["rtol"]),
+        ints_fit_bigint(cases),
+    )
+
+
+def split_script(text: str | None, dialect) -> list[str]:
+    """Statements of a release script: Oracle's are separated by `/` lines; PostgreSQL runs it whole."""
+    if not text or not text.strip():
+        return []
+    return dialect.script_statements(text)
+
+
+def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
+    """(case, verdict, category, detail) of every case of one candidate for one function task."""
+    typed = typed_task(task)
+    emitter = TaskEmitter(typed, engine.dialect)
+    cases = typed.cases
+
+    def every_case(verdict: str, category: str, detail: str) -> list[dict]:
+        return [_case(n, verdict, category, detail) for n in range(1, len(cases) + 1)]
+
+    with engine.session() as session:
+        for statement in split_script(task["setup_sql"], emitter.dialect):
+            setup = session.execute(statement)
+            if not setup.ok:
+                return every_case("NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
+        created = session.execute(code)
+        if created.timed_out:
+            return every_case("TIMEOUT", WRONG_LOGIC, "timed out while installing")
+        if not created.ok:
+            return every_case(
+                "NOT_RUN", category_of(created.error.code), f"{created.error.code}: {created.error.message}"
+            )
+        outcomes = session.call_all(emitter.function_name, [emitter.arguments(c) for c in cases])
+    returns, tol = typed.signature.returns, Tolerance(typed.comparison.atol, typed.comparison.rtol)
+    return [
+        _verdict(n, outcome, case.expected, returns, tol, emitter.dialect)
+        for n, (case, outcome) in enumerate(zip(cases, outcomes), start=1)
+    ]
+
+
+def _case(n: int, verdict: str, category: str | None, detail: str) -> dict:
+    return {"case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
+
+
+def _verdict(n: int, outcome: CallOutcome, expected: Any, returns: PyType, tol: Tolerance, dialect) -> dict:
+    if outcome.timed_out:
+        return _case(n, "TIMEOUT", WRONG_LOGIC, "statement timeout")
+    if outcome.error is not None:
+        message = f"{outcome.error.code}: {outcome.error.message}"
+        return _case(n, "ERROR", case_error_category(message), message)
+    try:
+        actual = dialect.graded_value(decode(dialect.fetched_value(outcome.value, returns), returns), returns)
+    except (KeyError, TypeError, ValueError, StopIteration, AttributeError):
+        return _case(n, "FAIL", WRONG_LOGIC, f"returned {outcome.value!r:.200}, not a {returns.describe()}")
+    if same(dialect.graded_value(expected, returns), actual, tol):
+        return _case(n, "PASS", None, "")
+    return _case(n, "FAIL", WRONG_LOGIC, f"returned {values.dumps(actual)[:200]}")

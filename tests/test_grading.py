@@ -1,0 +1,285 @@
+"""Grading a hostile candidate (issue 9 §1-7) on a real PostgreSQL: no forged verdict, no hang, no lost result.
+
+Every test here is an attack that fooled, stalled or crashed `plbench evaluate` before the verdict
+moved out of the candidate's session (plbench.grading).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import cli
+from plbench.config import NotConfigured
+from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
+from plbench.evaluate import Candidate, evaluate, grade, read_solutions
+from plbench.grading.types import parse_type
+from plbench.mbpp.pytypes import PyType
+from plbench.validation.diagnostics import INVALID_ARTIFACT, WRONG_LOGIC
+from tests.helpers import release_row, typed_task
+
+SORT = typed_task(
+    ["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), []), (([2, 2, 1],), [1, 2, 2])], entry="sort_list", source_id="1"
+)
+TIMEOUT_S = 1.0
+GRACE_S = 1.0  # the watchdog's: a cancel at timeout + grace, the backend ended a grace later
+
+
+def _function(body: str, declare: str = "") -> str:
+    return (
+        "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE plpgsql AS $$\n"
+        f"{declare}BEGIN\n{body}\nEND;\n$$;"
+    )
+
+
+RIGHT = _function("RETURN ARRAY(SELECT x FROM unnest(xs) x ORDER BY x);")
+
+
+@pytest.fixture(scope="module")
+def fast(pg_engine):
+    engine = PostgresEngine.start(pg_engine._dsn, Path("unused"), statement_timeout_s=TIMEOUT_S)
+    yield engine
+    engine.close()
+
+
+def _verdicts(rows: list[dict]) -> list[str]:
+    return [r["verdict"] for r in rows]
+
+
+def _admin(pg_engine, query: str, params=()) -> list[tuple]:
+    with psycopg.connect(pg_engine._dsn, autocommit=True) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+# ---- forged verdicts (§1-3) ---------------------------------------------------------------------
+
+FORGERS = {
+    # §1: verdict lines printed by the candidate, then a wrong value.
+    "fake_verdict_lines": _function(
+        "RAISE NOTICE 'PLBENCH_CASE 1 PASS'; RAISE NOTICE 'PLBENCH_CASE 2 PASS'; RAISE NOTICE 'PLBENCH_CASE 3 PASS';"
+        " RAISE NOTICE 'PLBENCH_SUMMARY 3 OF 3'; RETURN ARRAY[0]::bigint[];"
+    ),
+    # §2: an = operator of its own on bigint[] that is always true, then a wrong value.
+    "operator_override": "CREATE FUNCTION f_eq(bigint[], bigint[]) RETURNS boolean LANGUAGE sql AS 'SELECT true';\n"
+    "CREATE OPERATOR = (LEFTARG = bigint[], RIGHTARG = bigint[], FUNCTION = f_eq);\n"
+    "CREATE OPERATOR <> (LEFTARG = bigint[], RIGHTARG = bigint[], FUNCTION = f_eq);\n"
+    + _function("RETURN ARRAY[0]::bigint[];"),
+    # §3: no algorithm, the expected value parsed out of the statement that called it.
+    "reads_the_answers": _function(
+        "EXECUTE 'SELECT ' || (regexp_match(current_query(), 'v_expected := ([^;]*);'))[1] INTO r; RETURN r;",
+        declare="DECLARE r bigint[];\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERS))
+def test_a_wrong_candidate_cannot_forge_a_pass(fast, name):
+    rows = grade(fast, release_row(SORT), FORGERS[name])
+    assert len(rows) == 3 and "PASS" not in _verdicts(rows[:1] + rows[2:]), rows  # case 2 expects [] anyway
+
+
+def test_the_candidates_session_never_sees_an_expected_value(fast):
+    spy = _function("RAISE EXCEPTION 'seen: %', current_query();")
+    rows = grade(fast, release_row(SORT), spy)
+    seen = rows[0]["detail"]
+    assert _verdicts(rows) == ["ERROR"] * 3 and "seen: " in seen
+    assert "ARRAY[3, 1, 2]" in seen  # the arguments are there, as the prompt's signature promises
+    assert "ARRAY[1, 2, 3]" not in seen and "PLBENCH" not in seen  # the expected values are not
+
+
+# ---- stalls and crashes (§4-6) --------------------------------------------------------------------
+
+UNKILLABLE = _function("LOOP BEGIN PERFORM pg_sleep(0.5); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP;")
+
+
+def _timed(fn):
+    """fn() in a thread, so a hang fails the test instead of stopping it: (result, seconds)."""
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.update(value=fn()), daemon=True)
+    start = time.monotonic()
+    thread.start()
+    thread.join(timeout=TIMEOUT_S + 2 * GRACE_S + 10)
+    assert not thread.is_alive(), "the evaluation hung"
+    return out["value"], time.monotonic() - start
+
+
+def test_a_loop_that_catches_the_cancel_costs_at_most_the_timeout_and_the_grace(pg_engine, fast):
+    rows, seconds = _timed(lambda: grade(fast, release_row(SORT), UNKILLABLE))
+    assert _verdicts(rows) == ["TIMEOUT"] * 3 and {r["category"] for r in rows} == {WRONG_LOGIC}
+    assert seconds < TIMEOUT_S + 2 * GRACE_S + 1.5
+    sleeping = "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND query LIKE %s AND pid <> pg_backend_pid()"
+    assert _admin(pg_engine, sleeping, [CANDIDATE_ROLE, "%to_jsonb%"]) == [(0,)]  # its backend is gone
+    assert _verdicts(grade(fast, release_row(SORT), RIGHT)) == ["PASS"] * 3  # the next one, on a fresh session
+
+
+def test_a_loop_while_installing_is_a_timeout_too(fast):
+    loop = (
+        "DO $$ BEGIN LOOP BEGIN PERFORM pg_sleep(0.5); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $$;"
+    )
+    rows, seconds = _timed(lambda: grade(fast, release_row(SORT), loop))
+    assert _verdicts(rows) == ["TIMEOUT"] * 3 and seconds < TIMEOUT_S + 2 * GRACE_S + 1.5
+
+
+def test_a_candidate_that_ends_its_own_session_gets_a_verdict_and_the_run_goes_on(fast):
+    suicide = "SELECT pg_terminate_backend(pg_backend_pid());"
+    in_a_call = _function("PERFORM pg_terminate_backend(pg_backend_pid()); RETURN xs;")
+    for code in (suicide, in_a_call):
+        rows = grade(fast, release_row(SORT), code)
+        assert _verdicts(rows) == ["ERROR"] * 3 and {r["category"] for r in rows} == {INVALID_ARTIFACT}
+        assert "ended its own database session" in rows[0]["detail"]
+        assert _verdicts(grade(fast, release_row(SORT), RIGHT)) == ["PASS"] * 3
+
+
+def test_role_settings_a_candidate_commits_do_not_persist(pg_engine, fast):
+    for attack in (
+        "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on; COMMIT;",
+        "ALTER ROLE CURRENT_USER IN DATABASE postgres SET statement_timeout = 0; COMMIT;",
+        "ALTER ROLE CURRENT_USER PASSWORD 'mine'; COMMIT;",
+    ):
+        grade(fast, release_row(SORT), attack + RIGHT)
+        settings = "SELECT count(*) FROM pg_db_role_setting WHERE setrole = %s::regrole"
+        assert _admin(pg_engine, settings, [CANDIDATE_ROLE]) == [(0,)], attack
+        fresh = PostgresEngine.start(pg_engine._dsn, Path("unused"), statement_timeout_s=TIMEOUT_S)  # new logins
+        try:
+            assert _verdicts(grade(fresh, release_row(SORT), RIGHT)) == ["PASS"] * 3, attack
+        finally:
+            fresh.close()
+
+
+def test_ending_the_transaction_drops_neither_the_timeout_nor_leaves_a_schema(pg_engine, fast):
+    schemas = "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'plb\\_s\\_%%'"
+    before = _admin(pg_engine, schemas)
+    escape = "COMMIT; BEGIN; SET statement_timeout = 0; SET search_path = pg_catalog;"
+    slow = _function("PERFORM pg_sleep(3 * cardinality(xs)); RETURN ARRAY(SELECT x FROM unnest(xs) x ORDER BY x);")
+    rows, seconds = _timed(lambda: grade(fast, release_row(SORT), slow.replace("$$;", "$$; " + escape)))
+    assert _verdicts(rows) == ["TIMEOUT"] * 3 and seconds < TIMEOUT_S + GRACE_S + 1
+    right = grade(fast, release_row(SORT), RIGHT + " " + escape)
+    assert _verdicts(right) == ["PASS"] * 3  # correct code still passes, under the harness's settings
+    assert _admin(pg_engine, schemas) == before  # the committed schemas were dropped
+
+
+def test_unknown_tasks_and_dialects_get_their_own_verdict_and_the_run_goes_on(fast, tmp_path):
+    pq.write_table(pa.Table.from_pylist([release_row(SORT), release_row(SORT, "oracle")]), tmp_path / "tasks.parquet")
+    candidates = [
+        Candidate("mbpp/999", "postgres", RIGHT),
+        Candidate(SORT.task_id, "mysql", RIGHT),
+        Candidate(SORT.task_id, "oracle", RIGHT),
+        Candidate(SORT.task_id, "postgres", RIGHT),
+    ]
+    rows = evaluate(tmp_path, candidates, {"postgres": fast, "oracle": NotConfigured("PLBENCH_ORACLE_DSN is not set")})
+    by_candidate = {}
+    for r in rows:
+        by_candidate.setdefault(r["candidate"], []).append(r)
+    assert sorted(by_candidate) == [0, 1, 2, 3]
+    assert "not a task of release" in by_candidate[0][0]["detail"]
+    assert by_candidate[1][0]["detail"].startswith("unknown dialect 'mysql'")
+    assert "PLBENCH_ORACLE_DSN is not set" in by_candidate[2][0]["detail"]
+    assert {r["category"] for c in (0, 1, 2) for r in by_candidate[c]} == {"not_graded"}
+    assert _verdicts(by_candidate[3]) == ["PASS"] * 3
+
+
+# ---- honesty gaps (§7) ----------------------------------------------------------------------------
+
+
+def test_an_error_message_with_a_newline_keeps_its_verdict_and_detail(fast):
+    rows = grade(fast, release_row(SORT), _function("RAISE EXCEPTION E'first line\\nsecond line';"))
+    assert _verdicts(rows) == ["ERROR"] * 3 and "first line\nsecond line" in rows[0]["detail"]
+
+
+def test_a_non_utf8_solutions_file_names_its_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        json.dumps({"task_id": "mbpp/1", "dialect": "postgres", "code": "x"}).encode() + b'\n{"c": "\xff"}\n'
+    )
+    with pytest.raises(ValueError, match="line 2: not UTF-8"):
+        read_solutions(path)
+
+
+def _cli(tmp_path, solutions: list[Candidate], *extra: str, release: Path | None = None) -> int:
+    path = tmp_path / "solutions.jsonl"
+    path.write_text("".join(json.dumps(c.__dict__) + "\n" for c in solutions))
+    return cli.main(
+        ["evaluate", "--release", str(release or tmp_path), "--solutions", str(path), "--out", str(tmp_path / "out")]
+        + list(extra)
+    )
+
+
+@pytest.fixture
+def release(tmp_path, pg_engine, monkeypatch):
+    monkeypatch.setenv("PLBENCH_PG_DSN", pg_engine._dsn)
+    pq.write_table(pa.Table.from_pylist([release_row(SORT)]), tmp_path / "tasks.parquet")
+    return tmp_path
+
+
+def test_cases_name_their_candidate_and_the_summary_counts_tasks_and_candidates(release, capsys):
+    wrong = _function("RETURN xs;")
+    assert _cli(release, [Candidate(SORT.task_id, "postgres", code) for code in (RIGHT, wrong, RIGHT)]) == 0
+    cases = pq.read_table(release / "out" / "cases.parquet").to_pylist()
+    assert [(r["candidate"], r["verdict"]) for r in cases] == [
+        *[(0, "PASS")] * 3,
+        (1, "FAIL"),
+        (1, "PASS"),
+        (1, "FAIL"),
+        *[(2, "PASS")] * 3,
+    ]
+    out = capsys.readouterr().out
+    assert "mbpp/postgres: Mean Test Pass@1 0.7778, Suite Pass@1 0.6667 over 1 tasks (3 candidates;" in out
+
+
+def test_results_are_kept_as_they_come_and_resume_continues(release, capsys):
+    candidates = [Candidate(SORT.task_id, "postgres", code) for code in (RIGHT, _function("RETURN xs;"), RIGHT)]
+    assert _cli(release, candidates) == 0
+    log = release / "out" / "cases.jsonl"
+    head, first, second, _ = log.read_text().split("\n", 3)
+    # As if the run had stopped while writing the third candidate: a complete first line, a torn one.
+    log.write_text(f"{head}\n{first}\n{second[: len(second) // 2]}")
+    assert _cli(release, candidates, "--resume") == 0
+    cases = pq.read_table(release / "out" / "cases.parquet").to_pylist()
+    assert [r["candidate"] for r in cases] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    other = [Candidate(SORT.task_id, "postgres", RIGHT)]
+    assert _cli(release, other, "--resume") == 2  # another solutions file: refused, nothing mixed
+    assert "belongs to another run" in capsys.readouterr().err
+
+
+def test_configuration_errors_are_one_line(release, monkeypatch, capsys):
+    assert _cli(release, [Candidate(SORT.task_id, "postgres", RIGHT)], release=release / "missing") == 2
+    monkeypatch.setenv("PLBENCH_PG_DSN", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert _cli(release, [Candidate(SORT.task_id, "postgres", RIGHT)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("plbench: ") for line in err) and "Traceback" not in "".join(err)
+
+
+# ---- reading a release row's types -------------------------------------------------------------------
+
+INT, STR, FLT, BOOL = (PyType(k) for k in ("int", "str", "float", "bool"))
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        INT,
+        STR.with_nullable(),
+        PyType("list", (INT.with_nullable(),)),
+        PyType("tuple_seq", (PyType("record", (INT, STR)),)).with_nullable(),
+        PyType("dict", (STR, PyType("list", (FLT,)))),
+        PyType("variant", (INT, STR, BOOL)),
+        PyType("set", (PyType("record", (INT,)),)),
+        PyType("json").with_nullable(),
+        PyType("none", nullable=True),
+        PyType("list", (PyType("list", (PyType("variant", (INT, BOOL)).with_nullable(),)),)),
+    ],
+)
+def test_python_type_spellings_read_back(t):
+    assert parse_type(t.describe()) == t
+
+
+def test_an_unknown_type_spelling_is_an_error():
+    with pytest.raises(ValueError, match="not a python_type spelling"):
+        parse_type("frozenset[int]")
