@@ -1,9 +1,10 @@
 """`plbench evaluate` throughput against raw psycopg round trips of the same statements, same run.
 
-Candidates are the replay functions of the first N PostgreSQL tasks of MBPP+MBPP (correct
-solutions by construction), written to a solutions file; evaluation runs them through
-`plbench.evaluate` (isolated sessions, verdict parsing, classification). The baseline runs
-setup, candidate and test block of each on one raw connection in a rolled-back transaction.
+Candidates are the replay functions of the first N PostgreSQL tasks of MBPP (correct
+solutions by construction); evaluation runs them through `plbench.evaluate` (isolated sessions,
+one call per case from the client, decoding and comparison in Python, classification). The
+baseline runs setup, candidate and test block of each on one raw connection in a rolled-back
+transaction.
 Rounds alternate which goes first.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/evaluate_throughput.py [--candidates 1000] [--rounds 5]
@@ -12,6 +13,7 @@ Rounds alternate which goes first.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -36,14 +38,20 @@ def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> lis
     ]
     rows, candidates = [], []
     for art in (artifacts * (limit // len(artifacts) + 1))[:limit]:
+        comparison = art.task.comparison
         rows.append(
             {
                 "task_id": art.task_id,
                 "subset": art.task.subset,
                 "dialect": "postgres",
+                "entry_point": art.task.entry_point,
+                "signature": art.signature,
                 "setup_sql": art.setup_sql,
                 "test_block": art.test_block,
                 "test_cases": art.test_cases,
+                "comparison": json.dumps(
+                    {"atol": comparison.atol, "rtol": comparison.rtol, "unordered": comparison.unordered}
+                ),
             }
         )
         code = TaskEmitter(art.task, "postgres").replay_function([c.expected for c in art.task.cases])
