@@ -21,7 +21,7 @@ from plbench.config import NotConfigured
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import Candidate, evaluate, grade, read_solutions
 from plbench.grading.types import parse_type
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 from plbench.validation.diagnostics import INVALID_ARTIFACT, WRONG_LOGIC
 from tests.helpers import release_row, typed_task
 

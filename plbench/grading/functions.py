@@ -18,7 +18,8 @@ from plbench.engines.base import CallOutcome, Engine
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import Comparison, TestCase
-from plbench.mbpp.pytypes import PyType, Signature
+from plbench.mbpp.pytypes import Signature
+from plbench.types import PyType
 from plbench.validation.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
 from plbench.validation.roundtrip import decode
 

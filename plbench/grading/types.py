@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plbench.mbpp.pytypes import PyType
+from plbench.types import PyType
 
 _NULLABLE = " | None"
 
