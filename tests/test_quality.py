@@ -262,6 +262,31 @@ def test_spider_reference_blocks_match_their_claims_in_both_dialects():
         assert findings["constructs_under"] == findings["constructs_over"] == findings["wrong"] == []
 
 
+def test_a_bare_gold_query_is_not_the_code_claims_are_checked_against():
+    """A Spider 2.0 gold that could not be wrapped in a block is the query a solution runs: the
+    claims are checked against the scaffold the solution fills in (a block, with no cursor loop)."""
+    row = {
+        "task_id": "spider2/x",
+        "dialect": "postgres",
+        "reference_code": "SELECT 1",
+        "scaffold": "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <one result row>;\nEND\n$$;",
+        "plsql_constructs": ["anonymous_block"],
+    }
+    for gold in ("SELECT a FROM t ORDER BY a", "CREATE TEMPORARY FUNCTION f(x INT) RETURNS INT AS (x); SELECT f(1)"):
+        findings = row_findings(dict(row, reference_code=gold))
+        assert (findings["source"], findings["constructs_under"], findings["constructs_over"]) == (
+            "setup_sql+scaffold",
+            [],
+            [],
+        )
+    claimed_loop = row_findings(
+        dict(row, reference_code="SELECT 1", plsql_constructs=["anonymous_block", "cursor_for_loop"])
+    )
+    assert claimed_loop["constructs_over"] == ["cursor_for_loop"]
+    block = "DO $$\nBEGIN\n  FOR r IN SELECT a FROM t LOOP\n    RAISE NOTICE '%', r.a;\n  END LOOP;\nEND\n$$;"
+    assert row_findings(dict(row, reference_code=block))["constructs_under"] == ["cursor_for_loop"]
+
+
 def test_under_over_and_plainly_wrong_claims_are_reported_per_task():
     rows = [
         {

@@ -6,9 +6,10 @@ nobody checked is a guess; this module compares each claim with the task's code 
 under-claims (found in the code, not claimed) and over-claims (claimed, not found). It is a
 report, not a gate, except for claims that are plainly wrong (see `plainly_wrong`).
 
-The code inspected is the row's `reference_code` when it has one (Spider); an MBPP row has
-none, so its `setup_sql` and `scaffold` are inspected instead: they fix the interface the
-claims are derived from (the function, its collection and object types).
+The code inspected is the row's `reference_code` when it is a program (Spider's reference
+blocks); an MBPP row has none, and a Spider 2.0 row whose gold could not be wrapped in a block
+has a bare query, so their `setup_sql` and `scaffold` are inspected instead: they fix the
+interface the claims are derived from (the block or function, its collection and object types).
 
 The construct detector is deliberately simple: one case-insensitive regular expression per
 construct (`CONSTRUCT_PATTERNS`), applied after comments and single-quoted string literals are
@@ -58,6 +59,9 @@ _CURSOR_QUERY = re.compile(
     r"\bFOR\s+\w+\s+IN\s+(?=\(?\s*(?:SELECT|WITH)\b)|\bCURSOR\s+\w+\s+(?:IS|FOR)\s+"
     r"|\bOPEN\s+\w+\s+FOR\s+(?!EXECUTE\b)",
     re.IGNORECASE,
+)
+_PROGRAM = re.compile(
+    r"\A\s*(DO\b|DECLARE\b|BEGIN\b|CREATE\s+(OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE|PACKAGE|TRIGGER)\b)", re.IGNORECASE
 )
 _SELECT_INTO = re.compile(r"\bINTO\s+(?:STRICT\s+)?[\w.,\s]+?(?=\bFROM\b)", re.IGNORECASE)
 EXAMPLES = 10  # tasks listed per kind of finding
@@ -186,9 +190,13 @@ def compare_columns(claimed: list[str], found: set[str]) -> tuple[set[str], set[
 
 
 def inspected_code(row: dict) -> tuple[str, str]:
-    """(source name, code) the row's claims are checked against."""
-    if row.get("reference_code"):
-        return "reference_code", row["reference_code"]
+    """(source name, code) the row's claims are checked against: the reference code when it is a
+    program (a block or a program unit); otherwise the setup and the scaffold, which fix the
+    interface a solution fills in. A reference that is a bare query (a Spider 2.0 gold that could
+    not be wrapped in a block) is what a solution runs, not a solution: its constructs are not the task's."""
+    reference = row.get("reference_code")
+    if reference and _PROGRAM.match(strip_noise(reference)):
+        return "reference_code", reference
     return "setup_sql+scaffold", "\n".join(filter(None, (row.get("setup_sql"), row.get("scaffold"))))
 
 
