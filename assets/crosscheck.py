@@ -28,11 +28,10 @@ def _tasks(prepared: PreparedRelease) -> dict:
     return checkable_tasks(prepared.tables["tasks.parquet"][0])
 
 
-@dg.asset(
+@dg.asset(  # its kind (python, or openai when a model answers) is set by pipelines/definitions.py
     group_name=GROUP,
-    kinds={"openai"},
-    description="Candidate implementations for the crosscheck: PLBENCH_CROSSCHECK_SOLUTIONS, else a model "
-    "at PLBENCH_LLM_BASE_URL / PLBENCH_LLM_MODEL (hint level PLBENCH_LLM_HINT), else not_run.",
+    description="Candidate implementations for the crosscheck: `PLBENCH_CROSSCHECK_SOLUTIONS`, else a model "
+    "at `PLBENCH_LLM_BASE_URL` / `PLBENCH_LLM_MODEL` (hint level `PLBENCH_LLM_HINT`), else not_run.",
 )
 def crosscheck_candidates(
     context: dg.AssetExecutionContext,

@@ -1,4 +1,6 @@
-"""MBPP / MBPP+ assets: raw files → test cases → signatures → task artifacts → types."""
+"""MBPP / MBPP+ assets: raw files → test cases → signatures → task artifacts (with their types)."""
+
+from collections import Counter
 
 import dagster as dg
 
@@ -92,13 +94,16 @@ def mbpp_signatures(
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
-    description="Prompt, scaffold, setup DDL, test block and test cases per task and dialect.",
+    description="Prompt, scaffold, setup DDL (collection and object types, once per element type), "
+    "test block and test cases per task and dialect.",
 )
 def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_signatures: StageOutput) -> StageOutput:
     out = build_tasks(mbpp_signatures)
     meta = _stage_metadata(out, len(mbpp_signatures.items))
-    meta["rows_by_dialect"] = dg.MetadataValue.json(
-        {d: sum(1 for a in out.items if a.dialect == d) for d in sorted({a.dialect for a in out.items})}
+    meta["rows_by_dialect"] = dg.MetadataValue.json(dict(sorted(Counter(a.dialect for a in out.items).items())))
+    # The types each dialect creates (types.parquet holds them with their DDL, for the released tasks).
+    meta["types_by_dialect"] = dg.MetadataValue.json(
+        dict(sorted(Counter(t["dialect"] for t in collect_types(out.items)).items()))
     )
     context.add_output_metadata(meta)
     return out
@@ -121,20 +126,3 @@ def mbpp_tasks_reconcile(mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) 
         if ((t.task_id, d) in emitted) == ((t.task_id, d) in rejected)
     ]
     return dg.AssetCheckResult(passed=not missing, metadata={"unreconciled": dg.MetadataValue.json(missing[:50])})
-
-
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python"},
-    description="Collection and object types: once per unique element type and dialect, deterministic names.",
-)
-def plsql_types(context: dg.AssetExecutionContext, mbpp_tasks: StageOutput) -> list[dict]:
-    types = collect_types(mbpp_tasks.items)
-    context.add_output_metadata(
-        {
-            "types": dg.MetadataValue.json(
-                {d: sum(1 for t in types if t["dialect"] == d) for d in sorted({t["dialect"] for t in types})}
-            )
-        }
-    )
-    return types

@@ -28,10 +28,10 @@ GROUP = "release"
         "mbpp_test_cases": dg.AssetIn(),
         "mbpp_signatures": dg.AssetIn(),
         "mbpp_tasks": dg.AssetIn(),
-        "replay_postgres": dg.AssetIn(key=["replay_validation", "postgres"]),
-        "replay_oracle": dg.AssetIn(key=["replay_validation", "oracle"]),
-        "roundtrip_postgres": dg.AssetIn(key=["roundtrip", "postgres"]),
-        "roundtrip_oracle": dg.AssetIn(key=["roundtrip", "oracle"]),
+        "replay_postgres": dg.AssetIn(key=["replay_validation_postgres"]),
+        "replay_oracle": dg.AssetIn(key=["replay_validation_oracle"]),
+        "roundtrip_postgres": dg.AssetIn(key=["roundtrip_postgres"]),
+        "roundtrip_oracle": dg.AssetIn(key=["roundtrip_oracle"]),
         "spider1_raw": dg.AssetIn(),
         "spider2_lite_raw": dg.AssetIn(),
         "normalization_report": dg.AssetIn(),
@@ -109,7 +109,7 @@ def quality_suites(release_tables: PreparedRelease) -> dg.AssetCheckResult:
 @dg.asset(
     group_name=GROUP,
     kinds={"parquet"},
-    description="releases/<version>/: the release tables as Parquet, manifest.json, README.md.",
+    description="`releases/<version>/`: the release tables as Parquet, `manifest.json`, `README.md`.",
 )
 def release(
     context: dg.AssetExecutionContext,

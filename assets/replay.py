@@ -1,9 +1,9 @@
-"""Execution validation assets, one per dialect: replay (`replay_validation/<dialect>`) and the
-value round trip (`roundtrip/<dialect>`).
+"""Execution validation assets, one per dialect: replay (`replay_validation_<dialect>`) and the
+value round trip (`roundtrip_<dialect>`), each named in full so the graph's nodes say which is which.
 
 One asset per dialect rather than one asset with dialect partitions: the release
 needs both in the same run, and an in-process run cannot mix partitioned and
-unpartitioned assets. Selecting `replay_validation/postgres` reruns one dialect
+unpartitioned assets. Selecting `replay_validation_postgres` reruns one dialect
 alone, reusing the stored upstream stages.
 """
 
@@ -20,7 +20,7 @@ GROUP = "validation"
 
 def _replay_asset(dialect: str):
     @dg.asset(
-        key=["replay_validation", dialect],
+        key=f"replay_validation_{dialect}",
         group_name=GROUP,
         kinds={dialect},
         description=f"Replay and mutation checks of every task's {dialect} test block on a real server.",
@@ -33,16 +33,22 @@ def _replay_asset(dialect: str):
     ) -> ReplayReport:
         with engines.open(dialect) as engine:
             report = replay_stage(mbpp_tasks, engine, build.workers)
-        meta = {"ran": report.ran, "seconds": round(report.seconds, 2)}
+        count_in = sum(1 for a in mbpp_tasks.items if a.dialect == dialect)
+        meta = {"ran": report.ran, "count_in": count_in, "seconds": round(report.seconds, 2)}
         if report.ran:
+            statuses = Counter(r.status for r in report.results)
             meta.update(
                 {
+                    "count_out": statuses["passed"],
+                    "rejected": dg.MetadataValue.json(
+                        dict(sorted((k, v) for k, v in statuses.items() if k != "passed"))
+                    ),
                     "engine": report.engine,
-                    "statuses": dg.MetadataValue.json(dict(Counter(r.status for r in report.results))),
                     "mutants": dg.MetadataValue.json(report.mutant_counts()),
                 }
             )
-        else:
+        else:  # not run: every task goes on unvalidated, recorded as not_run
+            meta["count_out"] = count_in
             meta["reason"] = report.reason
         context.add_output_metadata(meta)
         return report
@@ -74,7 +80,7 @@ def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.Asse
 
 def _roundtrip_asset(dialect: str):
     @dg.asset(
-        key=["roundtrip", dialect],
+        key=f"roundtrip_{dialect}",
         group_name=GROUP,
         kinds={dialect},
         description=f"Every test value as a {dialect} literal, through an identity function and back.",

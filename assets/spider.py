@@ -1,6 +1,6 @@
-"""Spider assets: raw files → `normalized_databases/<dialect>` (one partition per database) → tasks.
+"""Spider assets: raw files → `normalized_databases_<dialect>` (one partition per database) → tasks.
 
-`normalized_databases` is one asset per dialect, like replay, each partitioned by database
+`normalized_databases_<dialect>` is one asset per dialect, like replay, each partitioned by database
 (dynamic partitions `<source>.<database>`), so one database in one dialect can be rebuilt
 alone. The partitions are registered before a run starts (`register_database_partitions`,
 from the raw files alone), so a build materializes every partition in the same single run
@@ -91,7 +91,7 @@ warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", categor
 
 def _normalized_asset(dialect: str):
     @dg.asset(
-        key=["normalized_databases", dialect],
+        key=f"normalized_databases_{dialect}",
         group_name=GROUP,
         kinds={dialect},
         partitions_def=DATABASES,
@@ -152,7 +152,7 @@ normalized_assets = {d: _normalized_asset(d) for d in DIALECT_NAMES}
 
 
 def _reports_ins() -> dict[str, dg.AssetIn]:
-    """Every partition of both dialects' `normalized_databases`, as {partition key: report} per dialect."""
+    """Every partition of both dialects' `normalized_databases_<dialect>`, as {partition key: report} per dialect."""
     return {f"reports_{d}": dg.AssetIn(key=a.key) for d, a in normalized_assets.items()}
 
 

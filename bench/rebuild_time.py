@@ -4,7 +4,7 @@
 
 Runs the real job in-process against a throw-away Dagster instance and release folder
 (the PostgreSQL server is started or reused as in a normal build), then reruns only
-`replay_validation/postgres` from the stored upstream values. Prints the figures.
+`replay_validation_postgres` from the stored upstream values. Prints the figures.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def main() -> None:
         (root / "dagster").mkdir()
         instance = dg.DagsterInstance.local_temp(str(root / "dagster"), overrides={"telemetry": {"enabled": False}})
         timed("full rebuild", config, None, instance)
-        timed("replay alone (postgres)", config, [["replay_validation", "postgres"]], instance)
+        timed("replay alone (postgres)", config, [["replay_validation_postgres"]], instance)
 
 
 if __name__ == "__main__":

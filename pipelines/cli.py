@@ -15,25 +15,17 @@ import shutil
 import sys
 from pathlib import Path
 
+from pipelines.stages import (
+    DEFAULT_NEEDS,
+    PARTITIONED,
+    REBUILD_JOB,
+    STAGE_NEEDS,
+    STAGES,
+    rerun_job,
+    stage_assets,
+)
 from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig, NotConfigured
 from plbench.paths import project_root
-
-STAGES = {
-    "test_cases": [["mbpp_test_cases"]],
-    "signatures": [["mbpp_signatures"]],
-    "tasks": [["mbpp_tasks"], ["plsql_types"]],
-    "replay": [["replay_validation", "{dialect}"]],
-    "roundtrip": [["roundtrip", "{dialect}"]],
-    "normalize": [["normalized_databases", "{dialect}"], ["normalization_report"]],
-    "spider_tasks": [["spider_plsql_tasks"], ["spider2_tasks"]],
-    "crosscheck": [["crosscheck_candidates"], ["crosscheck"]],
-}
-# What a stage rerun reads from storage: a build must have stored it first.
-STAGE_NEEDS = {
-    "normalize": ["spider1_raw", "spider2_lite_raw"],
-    "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
-    "crosscheck": ["release_tables"],
-}
 
 
 def dagster_home() -> Path:
@@ -66,11 +58,15 @@ def _config(args: argparse.Namespace) -> BuildConfig:
     )
 
 
-PARTITIONED = [["normalized_databases", d] for d in DIALECT_NAMES]
-
-
-def execute(config: BuildConfig, selection: list[list[str]] | None = None, instance=None, partition: str | None = None):
-    """Run the rebuild job (or a selection of its assets) in-process, as one run; returns Dagster's result.
+def execute(
+    config: BuildConfig,
+    selection: list[list[str]] | None = None,
+    instance=None,
+    partition: str | None = None,
+    job: str = REBUILD_JOB,
+    tags: dict[str, str] | None = None,
+):
+    """Run `job` (or a selection of its assets) in-process, as one run; returns Dagster's result.
 
     The `database` partitions are registered first, from the raw files alone, so the one run covers
     every database partition. With `partition`, the selection runs for that one database only.
@@ -82,22 +78,30 @@ def execute(config: BuildConfig, selection: list[list[str]] | None = None, insta
     if instance is None:
         dagster_home()
         with dg.DagsterInstance.get() as persistent:
-            return execute(config, selection, persistent, partition)
-    if partition is not None:
-        return _run(config, selection, instance, tags={"dagster/partition": partition})
+            return execute(config, selection, persistent, partition, job, tags)
+    tags = {**_run_tags(config), **(tags or {})}
     if selection is None:
         selection = [k.path for k in _all_asset_keys(config)]
-    if not [k for k in selection if k in PARTITIONED]:
-        return _run(config, selection, instance)
+    partitioned = [k for k in selection if k[0] in PARTITIONED]
+    if partition is not None:
+        return _run(config, selection, instance, job, {**tags, "dagster/partition": partition})
+    if not partitioned:
+        return _run(config, selection, instance, job, tags)
     keys = register_database_partitions(instance, config)
     if not keys:  # no Spider subset selected: nothing to normalize
-        return _run(config, [k for k in selection if k not in PARTITIONED], instance)
+        return _run(config, [k for k in selection if k not in partitioned], instance, job, tags)
     return _run(
         config,
         selection,
         instance,
-        tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+        job,
+        {**tags, "dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
     )
+
+
+def _run_tags(config: BuildConfig) -> dict[str, str]:
+    """What every CLI run says about itself in the run list."""
+    return {"plbench/subsets": ",".join(config.subsets), "plbench/version": config.version or "(derived)"}
 
 
 def _all_asset_keys(config: BuildConfig):
@@ -106,18 +110,21 @@ def _all_asset_keys(config: BuildConfig):
     return sorted(build_definitions(config).resolve_asset_graph().get_all_asset_keys())
 
 
-def _run(config: BuildConfig, selection: list[list[str]], instance, tags: dict | None = None):
+def _run(config: BuildConfig, selection: list[list[str]], instance, job: str, tags: dict[str, str]):
     import dagster as dg
 
-    from pipelines.definitions import REBUILD_JOB, build_definitions
+    from pipelines.definitions import build_definitions
 
-    job = build_definitions(config).resolve_job_def(REBUILD_JOB)
-    return job.execute_in_process(
-        instance=instance,
-        asset_selection=[dg.AssetKey(k) for k in selection],
-        raise_on_error=False,
-        tags=tags or {},
-        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+    return (
+        build_definitions(config)
+        .resolve_job_def(job)
+        .execute_in_process(
+            instance=instance,
+            asset_selection=[dg.AssetKey(k) for k in selection],
+            raise_on_error=False,
+            tags=tags,
+            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        )
     )
 
 
@@ -152,7 +159,7 @@ def report(result) -> int:
         if "release_path" in meta:
             print(f"release written to {meta['release_path'].value}")
             print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
-        elif event.asset_key.path[0] == "replay_validation":
+        elif event.asset_key.path[0].startswith("replay_validation_"):
             print(
                 f"{event.asset_key.to_user_string()}: "
                 f"{json.dumps({k: v.value for k, v in meta.items() if k != 'path'}, default=str)}"
@@ -161,17 +168,15 @@ def report(result) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    return report(execute(_config(args)))
+    return report(execute(_config(args), tags={"plbench/command": "build"}))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     dialects = [args.dialect] if args.dialect else list(DIALECT_NAMES)
-    keys = [[part.format(dialect=d) for part in key] for key in STAGES[args.stage] for d in dialects]
-    selection = [list(k) for k in dict.fromkeys(tuple(k) for k in keys)]
-    if args.version:  # the release depends on every stage; a version is never overwritten, so only on request
-        selection += [["release_tables"], ["crosscheck_candidates"], ["crosscheck"], ["release"]]
+    # A version is never overwritten, so the release is written again only on request.
+    selection = [[name] for name in stage_assets(args.stage, dialects, with_release=bool(args.version))]
     config = _config(args)
-    needs = STAGE_NEEDS.get(args.stage, ["mbpp_raw", "mbpp_tasks"])
+    needs = STAGE_NEEDS.get(args.stage, DEFAULT_NEEDS)
     missing = [name for name in needs if not (config.storage_dir / name).exists()]
     if missing:
         print(
@@ -184,8 +189,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.stage != "normalize":
             print("plbench: --database applies to --stage normalize only", file=sys.stderr)
             return 2
-        selection = [k for k in selection if k[0] == "normalized_databases"]
-    return report(execute(config, selection, partition=args.database))
+        selection = [k for k in selection if k[0] in PARTITIONED]
+    tags = {"plbench/command": "validate", "plbench/stage": args.stage, "plbench/dialect": args.dialect or "all"}
+    if args.database:
+        tags["plbench/database"] = args.database
+    return report(execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags))
 
 
 def _runnable(targets: dict) -> dict:
@@ -279,10 +287,21 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return 0
 
 
+def dev_command(args: argparse.Namespace) -> list[str]:
+    """`dagster dev` run by this interpreter (no venv on PATH needed), on the project's code location."""
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions"]
+    if args.host:
+        command += ["--host", args.host]
+    if args.port:
+        command += ["--port", str(args.port)]
+    return command
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     dagster_home()
     os.chdir(project_root())
-    os.execvp("dagster", ["dagster", "dev", "-m", "pipelines.definitions", *args.dagster_args])
+    command = dev_command(args)
+    os.execv(command[0], command)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -342,7 +361,8 @@ def parser() -> argparse.ArgumentParser:
     )
     xcheck.set_defaults(func=cmd_crosscheck)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
-    dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed on to `dagster dev`")
+    dev.add_argument("--host", help="address the UI listens on (default: dagster's, 127.0.0.1)")
+    dev.add_argument("--port", type=int, help="port the UI listens on (default: dagster's, 3000)")
     dev.set_defaults(func=cmd_dev)
     return p
 

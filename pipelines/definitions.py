@@ -1,38 +1,71 @@
-"""The one Definitions object of the plbench code location (what `dagster dev` loads)."""
+"""The one Definitions object of the plbench code location (what `dagster dev` loads).
+
+Every asset carries a code version (a digest of the code it runs: assets/versions.py), so the UI
+shows what is stale after a change. Jobs: `rebuild_release` (every stage) and one `rerun_<stage>`
+per stage of `plbench validate`, so each run in the list says what it did.
+"""
 
 import dagster as dg
 
 from assets import crosscheck, mbpp, release, replay, spider
+from assets.versions import code_version
 from pipelines.resources import engines_resource, llm_resource
+from pipelines.stages import REBUILD_JOB, STAGES, rerun_job, stage_assets
 from pipelines.storage import StageStorage
-from plbench.config import BuildConfig
+from plbench.config import BuildConfig, NotConfigured
 
-REBUILD_JOB = "rebuild_release"
-
-
-def build_definitions(config: BuildConfig) -> dg.Definitions:
-    assets = [
-        mbpp.mbpp_raw,
-        mbpp.mbpp_plus_raw,
-        mbpp.mbpp_test_cases,
-        mbpp.mbpp_signatures,
-        mbpp.mbpp_tasks,
-        mbpp.plsql_types,
-        *replay.replay_assets.values(),
-        *replay.roundtrip_assets.values(),
+ASSETS_BY_MODULE = {
+    mbpp: [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_tasks],
+    replay: [*replay.replay_assets.values(), *replay.roundtrip_assets.values()],
+    spider: [
         spider.spider1_raw,
         spider.spider2_lite_raw,
         *spider.normalized_assets.values(),
         spider.normalization_report,
         spider.spider_plsql_tasks,
         spider.spider2_tasks,
-        release.release_tables,
-        crosscheck.crosscheck_candidates,
-        crosscheck.crosscheck,
-        release.release,
+    ],
+    release: [release.release_tables, release.release],
+    crosscheck: [crosscheck.crosscheck_candidates, crosscheck.crosscheck],
+}
+
+
+def candidate_kinds(config: BuildConfig) -> set[str]:
+    """Where the crosscheck's candidates come from, as the graph shows it: a model only when one is used."""
+    uses_model = config.crosscheck_solutions is None and not isinstance(config.llm, NotConfigured)
+    return {"openai"} if uses_model else {"python"}
+
+
+def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
+    out = []
+    for module, assets in ASSETS_BY_MODULE.items():
+        version = code_version(module.__name__)
+        out += dg.map_asset_specs(lambda spec, v=version: spec.replace_attributes(code_version=v), assets)
+    kinds = candidate_kinds(config)
+    return dg.map_asset_specs(
+        lambda spec: spec.replace_attributes(kinds=kinds) if spec.key.path == ["crosscheck_candidates"] else spec,
+        out,
+    )
+
+
+def _jobs() -> list:
+    rerun = [
+        dg.define_asset_job(
+            rerun_job(stage),
+            selection=dg.AssetSelection.assets(*stage_assets(stage, with_release=True)),
+            description=f"Rerun the {stage} stage from stored upstream values (`plbench validate --stage {stage}`).",
+        )
+        for stage in STAGES
     ]
+    build = dg.define_asset_job(
+        REBUILD_JOB, selection=dg.AssetSelection.all(), description="Rebuild the release from raw sources, every stage."
+    )
+    return [build, *rerun]
+
+
+def build_definitions(config: BuildConfig) -> dg.Definitions:
     return dg.Definitions(
-        assets=assets,
+        assets=_assets(config),
         asset_checks=[
             mbpp.mbpp_tasks_reconcile,
             *replay.replay_checks,
@@ -40,13 +73,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
             spider.gold_equivalence_floor,
             release.quality_suites,
         ],
-        jobs=[
-            dg.define_asset_job(
-                REBUILD_JOB,
-                selection=dg.AssetSelection.all(),
-                description="Rebuild the release from raw sources, every stage.",
-            )
-        ],
+        jobs=_jobs(),
         resources={
             "build": config,
             "engines": engines_resource(config),

@@ -149,20 +149,25 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     config, instance = setup
     result = execute(
         config.with_(version="t2"),
-        [["replay_validation", "postgres"], ["release_tables"], ["release"]],
+        [["replay_validation_postgres"], ["release_tables"], ["release"]],
         instance=instance,
+        job="rerun_replay",
+        tags={"plbench/stage": "replay"},
     )
     assert result.success
+    run = result.dagster_run
+    assert run.job_name == "rerun_replay"  # the run list says what the run did
+    assert (run.tags["plbench/stage"], run.tags["plbench/version"]) == ("replay", "t2")
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
     assert ran == {
-        "replay_validation__postgres",
-        "replay_validation__postgres_retention_floor",
+        "replay_validation_postgres",
+        "replay_validation_postgres_retention_floor",
         "release_tables",
         "release_tables_quality_suites",
         "release",
     }
-    assert "normalized_databases__postgres" not in ran
-    assert "roundtrip__postgres" not in ran  # read back from storage, not recomputed
+    assert "normalized_databases_postgres" not in ran
+    assert "roundtrip_postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 8
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
@@ -226,12 +231,12 @@ def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
 def test_one_database_partition_rebuilds_alone(setup):
     config, instance = setup
     assert not list(config.normalized_dir.rglob("*.pkl"))  # the reports travel through Dagster, not beside the SQL
-    stored = config.storage_dir / "normalized_databases/postgres/spider1.shop"
+    stored = config.storage_dir / "normalized_databases_postgres/spider1.shop"
     before = stored.stat().st_mtime_ns
-    result = execute(config, [["normalized_databases", "postgres"]], instance=instance, partition="spider1.shop")
+    result = execute(config, [["normalized_databases_postgres"]], instance=instance, partition="spider1.shop")
     assert result.success
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
-    assert ran == {"normalized_databases__postgres"}
+    assert ran == {"normalized_databases_postgres"}
     assert stored.stat().st_mtime_ns > before
     assert pickle.loads(stored.read_bytes()).load.verified
     materialized = [e for e in result.get_asset_materialization_events()]

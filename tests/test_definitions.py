@@ -16,15 +16,14 @@ def test_definitions_load_and_wire_every_stage():
         "mbpp_test_cases",
         "mbpp_signatures",
         "mbpp_tasks",
-        "plsql_types",
-        "replay_validation/postgres",
-        "replay_validation/oracle",
-        "roundtrip/postgres",
-        "roundtrip/oracle",
+        "replay_validation_postgres",
+        "replay_validation_oracle",
+        "roundtrip_postgres",
+        "roundtrip_oracle",
         "spider1_raw",
         "spider2_lite_raw",
-        "normalized_databases/postgres",
-        "normalized_databases/oracle",
+        "normalized_databases_postgres",
+        "normalized_databases_oracle",
         "normalization_report",
         "spider_plsql_tasks",
         "spider2_tasks",
@@ -35,13 +34,13 @@ def test_definitions_load_and_wire_every_stage():
     }
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release_tables")).parent_keys}
     assert {
-        "replay_validation/postgres",
-        "replay_validation/oracle",
+        "replay_validation_postgres",
+        "replay_validation_oracle",
         "mbpp_tasks",
         "spider_plsql_tasks",
         "normalization_report",
     } <= upstream
-    normalized = graph.get(dg.AssetKey(["normalized_databases", "postgres"]))
+    normalized = graph.get(dg.AssetKey(["normalized_databases_postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database
     assert defs.resolve_job_def(REBUILD_JOB) is not None
 
@@ -50,8 +49,8 @@ def test_blocking_checks_guard_tasks_and_replay():
     checks = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
     assert checks == {
         ("mbpp_tasks", "mbpp_tasks_reconcile"),
-        ("replay_validation/postgres", "retention_floor"),
-        ("replay_validation/oracle", "retention_floor"),
+        ("replay_validation_postgres", "retention_floor"),
+        ("replay_validation_oracle", "retention_floor"),
         ("normalization_report", "databases_loaded"),
         ("normalization_report", "gold_equivalence_floor"),
         ("release_tables", "quality_suites"),
@@ -99,3 +98,56 @@ def test_resources_come_from_the_environment_once_and_say_what_is_not_configured
     assert isinstance(llm_resource(configured).api_key, dg.EnvVar)
     assert engines_resource(configured).oracle.dsn == dg.EnvVar("PLBENCH_ORACLE_DSN")
     assert engines_resource(configured, in_definitions=False).oracle.dsn == "u/secret@127.0.0.1:9/FREEPDB1"
+
+
+def test_graph_names_say_what_each_node_is_and_every_asset_reaches_the_release():
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    labels = [k.path[-1] for k in keys]  # what a graph node shows
+    assert len(set(labels)) == len(labels) and not {"postgres", "oracle"} & set(labels)
+    release = dg.AssetKey("release")
+    reaching, frontier = {release}, [release]
+    while frontier:
+        frontier = [p for k in frontier for p in graph.get(k).parent_keys if p not in reaching]
+        reaching |= set(frontier)
+    assert reaching == set(keys)  # no dead end: every asset leads to the release
+    assert all(graph.get(k).code_version for k in keys)
+    assert "`releases/<version>/`" in graph.get(release).description  # Markdown keeps it; HTML would eat it
+
+
+def test_code_versions_follow_the_code_an_asset_runs():
+    from assets.versions import ROOT, code_version, source_files
+
+    files = {p.relative_to(ROOT).as_posix() for p in source_files("assets.replay")}
+    assert {"assets/replay.py", "plbench/pipeline.py", "plbench/validation/replay.py"} <= files
+    assert "plbench/spider/stages.py" not in files  # a Spider change leaves replay fresh
+    assert code_version("assets.replay") == code_version("assets.replay") != code_version("assets.spider")
+
+
+def test_runs_and_kinds_say_what_they_did(tmp_path):
+    from pipelines.definitions import build_definitions, candidate_kinds
+    from plbench.config import BuildConfig, NotConfigured
+    from plbench.llm import LLMSettings
+
+    offline = BuildConfig(llm=NotConfigured("no endpoint"))
+    assert candidate_kinds(offline) == {"python"}
+    assert candidate_kinds(BuildConfig(llm=LLMSettings("http://127.0.0.1:9/v1", "m"))) == {"openai"}
+    node = build_definitions(offline).resolve_asset_graph().get(dg.AssetKey("crosscheck_candidates"))
+    assert node.kinds == {"python"}
+    rerun = defs.resolve_job_def("rerun_replay")
+    assert {"replay_validation_postgres", "replay_validation_oracle", "release"} <= {
+        k.to_user_string() for k in rerun.asset_layer.selected_asset_keys
+    }
+
+
+def test_dev_runs_dagster_with_this_interpreter_and_takes_host_and_port():
+    import sys
+
+    from pipelines.cli import dev_command
+
+    args = parser().parse_args(["dev", "--host", "0.0.0.0", "--port", "3111"])
+    assert dev_command(args) == [
+        sys.executable,
+        *("-m", "dagster", "dev", "-m", "pipelines.definitions", "--host", "0.0.0.0", "--port", "3111"),
+    ]
+    assert dev_command(parser().parse_args(["dev"]))[-2:] == ["-m", "pipelines.definitions"]

@@ -1,0 +1,42 @@
+"""The stages a researcher reruns by name (`plbench validate --stage S`), as asset selections.
+
+Kept free of Dagster so the CLI starts fast; `pipelines/definitions.py` makes one job per stage
+(`rerun_<stage>`) from the same table, so a rerun shows in the run list under what it did.
+"""
+
+from __future__ import annotations
+
+from plbench.config import DIALECT_NAMES
+
+# stage -> its assets; "{dialect}" expands to each selected dialect
+STAGES = {
+    "test_cases": ["mbpp_test_cases"],
+    "signatures": ["mbpp_signatures"],
+    "tasks": ["mbpp_tasks"],
+    "replay": ["replay_validation_{dialect}"],
+    "roundtrip": ["roundtrip_{dialect}"],
+    "normalize": ["normalized_databases_{dialect}", "normalization_report"],
+    "spider_tasks": ["spider_plsql_tasks", "spider2_tasks"],
+    "crosscheck": ["crosscheck_candidates", "crosscheck"],
+}
+# What a stage rerun reads from storage: a build must have stored it first.
+STAGE_NEEDS = {
+    "normalize": ["spider1_raw", "spider2_lite_raw"],
+    "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
+    "crosscheck": ["release_tables"],
+}
+DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]
+# Rerun with --version: the release depends on every stage, so these follow the stage.
+RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "release"]
+PARTITIONED = [f"normalized_databases_{d}" for d in DIALECT_NAMES]
+REBUILD_JOB = "rebuild_release"
+
+
+def rerun_job(stage: str) -> str:
+    return f"rerun_{stage}"
+
+
+def stage_assets(stage: str, dialects=DIALECT_NAMES, with_release: bool = False) -> list[str]:
+    """The stage's asset names for these dialects (then the release's, when asked), each once, in order."""
+    names = [name.format(dialect=d) for name in STAGES[stage] for d in dialects]
+    return list(dict.fromkeys(names + (RELEASE_ASSETS if with_release else [])))
