@@ -5,6 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.operators.stages import augment_constant_tasks
 from plbench.pipeline import (
     Ingested,
     StageOutput,
@@ -94,12 +95,32 @@ def mbpp_signatures(
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
+    description="Tasks a constant candidate passes (every case expects one output) get generated inputs, "
+    "outputs from the sandboxed reference, or are rejected (constant_result).",
+)
+def mbpp_augmented(
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    mbpp_signatures: StageOutput,
+    mbpp_raw: Ingested | None,
+    mbpp_plus_raw: Ingested | None,
+) -> StageOutput:
+    out = augment_constant_tasks(mbpp_signatures, selected(mbpp_raw, mbpp_plus_raw), build)
+    meta = _stage_metadata(out, len(mbpp_signatures.items))
+    meta["augmented"] = dg.MetadataValue.json(sorted(t.task_id for t in out.items if t not in mbpp_signatures.items))
+    context.add_output_metadata(meta)
+    return out
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
     description="Prompt, scaffold, setup DDL (collection and object types, once per element type), "
     "test block and test cases per task and dialect.",
 )
-def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_signatures: StageOutput) -> StageOutput:
-    out = build_tasks(mbpp_signatures)
-    meta = _stage_metadata(out, len(mbpp_signatures.items))
+def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_augmented: StageOutput) -> StageOutput:
+    out = build_tasks(mbpp_augmented)
+    meta = _stage_metadata(out, len(mbpp_augmented.items))
     meta["rows_by_dialect"] = dg.MetadataValue.json(dict(sorted(Counter(a.dialect for a in out.items).items())))
     # The types each dialect creates (types.parquet holds them with their DDL, for the released tasks).
     meta["types_by_dialect"] = dg.MetadataValue.json(
@@ -112,16 +133,16 @@ def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_signatures: StageOutput) 
 @dg.asset_check(
     asset=mbpp_tasks,
     blocking=True,
-    additional_ins={"mbpp_signatures": dg.AssetIn()},
+    additional_ins={"mbpp_augmented": dg.AssetIn()},
     description="Every typed task has artifacts or a rejection, in every dialect.",
 )
-def mbpp_tasks_reconcile(mbpp_signatures: StageOutput, mbpp_tasks: StageOutput) -> dg.AssetCheckResult:
+def mbpp_tasks_reconcile(mbpp_augmented: StageOutput, mbpp_tasks: StageOutput) -> dg.AssetCheckResult:
 
     emitted = {(a.task_id, a.dialect) for a in mbpp_tasks.items}
     rejected = {(task_id(r.subset, r.source_id), r.dialect) for r in mbpp_tasks.rejections if r.level == "task"}
     missing = [
         (t.task_id, d)
-        for t in mbpp_signatures.items
+        for t in mbpp_augmented.items
         for d in DIALECT_NAMES
         if ((t.task_id, d) in emitted) == ((t.task_id, d) in rejected)
     ]

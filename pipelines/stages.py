@@ -11,7 +11,7 @@ from plbench.config import DIALECT_NAMES
 # stage -> its assets; "{dialect}" expands to each selected dialect
 STAGES = {
     "test_cases": ["mbpp_test_cases"],
-    "signatures": ["mbpp_signatures"],
+    "signatures": ["mbpp_signatures", "mbpp_augmented"],
     "tasks": ["mbpp_tasks"],
     "replay": ["replay_validation_{dialect}"],
     "roundtrip": ["roundtrip_{dialect}"],

@@ -15,6 +15,7 @@ def test_definitions_load_and_wire_every_stage():
         "mbpp_plus_raw",
         "mbpp_test_cases",
         "mbpp_signatures",
+        "mbpp_augmented",
         "mbpp_tasks",
         "replay_validation_postgres",
         "replay_validation_oracle",
