@@ -58,8 +58,8 @@ def main() -> None:
     extracted = timed("mbpp: test extraction", extract_test_cases, ingested, config)
     typed = timed("mbpp: signatures", infer_signatures, extracted, ingested)
     augmented = timed("constant augmentation", augment_constant_tasks, typed, ingested, config)
-    new = len(augmented.rejections) - len(typed.rejections)
-    print(f"  constant tasks rejected: {new}, kept typed tasks: {len(augmented.items)}")
+    rejected = [r.source_id for r in augmented.rejections]
+    print(f"  constant tasks rejected: {rejected}, kept typed tasks: {len(augmented.items)}")
     ile = timed("mbpp_ile: ILE (deterministic)", ile_tasks, augmented, ingested, config, DeterministicProposer())
     print(f"  mbpp_ile enhanced: {len(ile.typed.items)} of {ile.input_count}")
     print(f"  rounds: {dict(Counter(ile.rounds.values()))}")

@@ -94,13 +94,20 @@ MBPP = [
         "task_id": 11,
         "text": "Echo.",
         "code": "def echo(s):\n    return s",
-        "test_list": ["assert echo('a\\x00b') == 'a\\x00b'"],
+        "test_list": ["assert echo('a\\x00b') == 'a\\x00b'", "assert echo('\\x00') == '\\x00'"],
     },
     {
         "task_id": 12,
         "text": "Big power of ten.",
         "code": "def big(n):\n    return 10 ** n",
         "test_list": ["assert big(40) == 10000000000000000000000000000000000000000", "assert big(2) == 100"],
+    },
+    # every case expects 1: a constant candidate passes until generated inputs are added
+    {
+        "task_id": 13,
+        "text": "Is positive, as 1 or 0.",
+        "code": "def positive(n):\n    return 1 if n > 0 else 0",
+        "test_list": ["assert positive(3) == 1", "assert positive(5) == 1"],
     },
 ]
 

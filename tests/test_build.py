@@ -70,7 +70,7 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     _, manifest, tasks, rejections = _release(config)
     mbpp = manifest["subsets"]["mbpp"]
     assert mbpp["input"] == len(MBPP) + 1  # + the malformed line
-    assert mbpp["released"] == {"oracle": 8, "postgres": 8}
+    assert mbpp["released"] == {"oracle": 9, "postgres": 9}
     assert mbpp["rejected"] == {
         "inconsistent_types": 1,
         "malformed_record": 1,
@@ -92,6 +92,9 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     assert [c["args"] for c in json.loads(oracle_big["test_cases"])] == [[2]]
     assert any(r["source_id"] == "12" and r["dialect"] == "oracle" and r["level"] == "case" for r in rejections)
     assert not {("mbpp/11", "postgres"), ("mbpp/11", "oracle")} & task_ids
+    positive = next(r for r in tasks if r["task_id"] == "mbpp/13" and r["dialect"] == "postgres")
+    generated = [c for c in json.loads(positive["test_cases"]) if c["origin"].startswith("generated[")]
+    assert generated and generated[0]["expected"] == 0  # a constant candidate returning 1 now fails
     assert {r["reason_code"] for r in rejections if r["level"] == "task"} >= {"malformed_record", "reference_timeout"}
 
 
@@ -169,7 +172,7 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     assert "normalized_databases_postgres" not in ran
     assert "roundtrip_postgres" not in ran  # read back from storage, not recomputed
     _, manifest, _, _ = _release(config, "t2")
-    assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 8
+    assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 9
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
 
 
