@@ -16,6 +16,7 @@ import time
 from collections import Counter
 
 from plbench.config import BuildConfig
+from plbench.engines.postgres import PostgresEngine
 from plbench.operators.proposers import DeterministicProposer
 from plbench.operators.stages import augment_constant_tasks, ile_tasks
 from plbench.pipeline import (
@@ -36,10 +37,10 @@ def timed(label: str, fn, *args):
     return value
 
 
-def validate(config: BuildConfig, typed: StageOutput, label: str) -> dict:
+def validate(config: BuildConfig, engine: PostgresEngine, typed: StageOutput, label: str) -> dict:
     tasks = timed(f"{label}: task emission", build_tasks, typed)
-    replay = timed(f"{label}: replay with mutants (postgres)", replay_stage, config, tasks, "postgres")
-    roundtrip = timed(f"{label}: round trip (postgres)", roundtrip_stage, config, tasks, "postgres")
+    replay = timed(f"{label}: replay with mutants (postgres)", replay_stage, tasks, engine, config.workers)
+    roundtrip = timed(f"{label}: round trip (postgres)", roundtrip_stage, tasks, engine, config.workers)
     passed = {r.task_id for r in replay.results if r.status == "passed"}
     return {
         "emitted_postgres": sum(a.dialect == "postgres" for a in tasks.items),
@@ -66,8 +67,12 @@ def main() -> None:
     print(f"  rejected: {dict(Counter(r.reason_code for r in ile.typed.rejections))}")
     print("  ledger: " + json.dumps(ile.ledger.summary(), indent=1))
     if replay:
-        print(json.dumps({"mbpp_ile": validate(config, ile.typed, "mbpp_ile")}, indent=1))
-        print(json.dumps({"mbpp (baseline)": validate(config, augmented, "mbpp (baseline)")}, indent=1))
+        engine = PostgresEngine.start(config.pg_dsn, data_dir=config.pg_data_dir)
+        try:
+            print(json.dumps({"mbpp_ile": validate(config, engine, ile.typed, "mbpp_ile")}, indent=1))
+            print(json.dumps({"mbpp (baseline)": validate(config, engine, augmented, "mbpp (baseline)")}, indent=1))
+        finally:
+            engine.close()
 
 
 if __name__ == "__main__":
