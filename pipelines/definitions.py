@@ -15,7 +15,14 @@ from pipelines.storage import StageStorage
 from plbench.config import BuildConfig, NotConfigured
 
 ASSETS_BY_MODULE = {
-    mbpp: [mbpp.mbpp_raw, mbpp.mbpp_plus_raw, mbpp.mbpp_test_cases, mbpp.mbpp_signatures, mbpp.mbpp_augmented, mbpp.mbpp_tasks],
+    mbpp: [
+        mbpp.mbpp_raw,
+        mbpp.mbpp_plus_raw,
+        mbpp.mbpp_test_cases,
+        mbpp.mbpp_signatures,
+        mbpp.mbpp_augmented,
+        mbpp.mbpp_tasks,
+    ],
     replay: [*replay.replay_assets.values(), *replay.roundtrip_assets.values()],
     spider: [
         spider.spider1_raw,
