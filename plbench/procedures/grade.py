@@ -1,0 +1,129 @@
+"""Grade a candidate procedure against a procedural task: a verdict per call, EX for the task.
+
+The candidate runs in its own fresh workspace (a copy of the database in a rolled-back session, as the
+unprivileged candidate role, under the statement timeout and the engine's watchdog). After every call
+the grader reads every user table's state itself and compares it, the output lines and the raised error
+with what the reference did. EX = 1 only when every call matches. The detail names the first diverging
+call and what differs, e.g. `state differs after call 2: table singer, 1 row changed`, from the two
+sides' rows of that table (the reference rerun in another fresh workspace).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from plbench.normalize.emit import NormalizedDatabase
+from plbench.procedures.workspace import TAMPERED, CallResult, Workspace
+from plbench.validation.diagnostics import WRONG_LOGIC, category_of
+
+
+@dataclass(frozen=True)
+class ProcedureTask:
+    """What grading needs of a task (the release row's columns, decoded)."""
+
+    task_id: str
+    db: NormalizedDatabase
+    setup: tuple[str, ...]
+    reference: str
+    calls: tuple[str, ...]
+    expected: tuple[tuple, ...]  # CallResult.observed() of the reference, per call
+    extra_tables: tuple[str, ...] = ()
+
+
+@dataclass
+class Grade:
+    passed: bool
+    call_verdicts: list[str] = field(default_factory=list)  # "pass" / "fail" per call
+    detail: str = ""
+    category: str | None = None
+
+
+def _key_columns(db: NormalizedDatabase, table: str) -> list[str]:
+    try:
+        t = db.table(table.strip('"'))
+    except KeyError:
+        return []
+    by_source = {c.source.name.lower(): c.target.sql for c in t.columns}
+    return [by_source[k.lower()] for k in t.source.primary_key if k.lower() in by_source]
+
+
+def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
+    keys = _key_columns(workspace.db, table)
+    key = f"ROW({', '.join('r.' + k for k in keys)})::text" if keys else "r::text"
+    result = workspace.query(f"SELECT {key}, r::text FROM {workspace.schema}.{table} AS r")
+    return [tuple(r) for r in result.rows] if result.ok else []
+
+
+def row_difference(expected: list[tuple[str, str]], got: list[tuple[str, str]]) -> str:
+    """'1 row changed', '2 rows added, 1 row removed', ... between two (key, row) lists."""
+    want, have = Counter(expected), Counter(got)
+    missing, extra = want - have, have - want
+    missing_keys = Counter(k for k, _ in missing.elements())
+    extra_keys = Counter(k for k, _ in extra.elements())
+    changed = sum((missing_keys & extra_keys).values())
+    added = sum(extra_keys.values()) - changed
+    removed = sum(missing_keys.values()) - changed
+    parts = [f"{n} row{'s' if n != 1 else ''} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed")) if n]
+    return ", ".join(parts) or "same rows, different content hash"
+
+
+def _first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, str | None]:
+    """(what differs, the table whose state differs or None) for call `index` (1-based)."""
+    error, lines, state = expected
+    if got.error != error:
+        return f"call {index}: expected {'error ' + error if error else 'no error'}, got " + (
+            f"error {got.error} ({got.message[:120]})" if got.error else "no error"
+        ), None
+    if got.lines != lines:
+        return f"output differs after call {index}", None
+    want = dict(state)
+    for table in sorted(set(want) | set(got.state)):
+        if got.state.get(table) != want.get(table):
+            if got.state.get(table, (0, ""))[1] == TAMPERED or table == TAMPERED:
+                return f"state unreadable after call {index}: table {table} was replaced or hidden", None
+            return f"state differs after call {index}: table {table}", table
+    return "", None
+
+
+def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
+    """Install `candidate` and run the task's calls; EX and per-call verdicts (see the module docstring)."""
+    reads = (task.db.schema_name,)
+    first: dict = {}
+
+    def inspect(index: int, result: CallResult) -> bool:
+        what, table = _first_mismatch(index + 1, task.expected[index], result)
+        if what and not first:
+            first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
+        return True
+
+    with engine.session(reads=reads) as session:
+        workspace = Workspace(session, task.db)
+        trace = workspace.run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
+    if trace.install_error:
+        code = trace.install_error.split(":", 1)[0]
+        return Grade(False, ["fail"] * len(task.calls), f"does not install: {trace.install_error}", category_of(code))
+    verdicts = [
+        "pass" if i < len(trace.calls) and trace.calls[i].observed() == task.expected[i] else "fail"
+        for i in range(len(task.calls))
+    ]
+    if not first:
+        return Grade(True, verdicts)
+    detail = first["what"]
+    if first["table"]:
+        detail += ", " + row_difference(_reference_rows(engine, task, first["index"], first["table"]), first["rows"])
+    return Grade(False, verdicts, detail, WRONG_LOGIC)
+
+
+def _reference_rows(engine, task: ProcedureTask, index: int, table: str) -> list[tuple[str, str]]:
+    rows: list = []
+
+    def inspect(i: int, result: CallResult) -> bool:
+        if i == index:
+            rows.extend(_rows(workspace, table))
+        return i < index
+
+    with engine.session(reads=(task.db.schema_name,)) as session:
+        workspace = Workspace(session, task.db)
+        workspace.run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
+    return rows

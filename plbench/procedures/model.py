@@ -1,0 +1,128 @@
+"""One procedure model, rendered into PL/pgSQL and Oracle PL/SQL.
+
+A procedure is a name, `para_…` parameters and a body of statements: SQL statements (one sqlglot tree
+per dialect, so a mutant edits every dialect's tree alike), a `SELECT COUNT(*) INTO` guard, an IF/ELSE
+and a raise of a defined error. The statement count and cyclomatic complexity are read off the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sqlglot import exp
+
+from plbench.procedures.dialect_text import ERROR_CODES, PROCEDURE_TEXT
+from plbench.procedures.lift import Param
+
+
+@dataclass(frozen=True)
+class Sql:
+    """A DML statement: `kind` is delete / insert / update."""
+
+    kind: str
+    trees: dict[str, exp.Expression]
+
+    def render(self, dialect: str) -> str:
+        return self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot) + ";"
+
+
+@dataclass(frozen=True)
+class CountInto:
+    """`SELECT COUNT(*) INTO var FROM … WHERE …` (a tree of `SELECT COUNT(*) FROM …` per dialect)."""
+
+    var: str
+    trees: dict[str, exp.Select]
+
+    def render(self, dialect: str) -> str:
+        text = self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot)
+        head = "SELECT COUNT(*)"
+        if not text.startswith(head):
+            raise ValueError(f"not a count query: {text[:60]}")
+        return f"{head} INTO {self.var}{text[len(head) :]};"
+
+
+@dataclass(frozen=True)
+class Raise:
+    error: str  # a key of ERROR_CODES
+    message: str
+
+    def render(self, dialect: str) -> str:
+        code = ERROR_CODES[self.error][dialect].raised
+        return PROCEDURE_TEXT[dialect].raise_error.format(code=code, message=self.message.replace("'", "''"))
+
+
+@dataclass(frozen=True)
+class IfElse:
+    condition: str  # dialect-neutral: a comparison of a local variable with a number
+    then: tuple
+    orelse: tuple
+
+    def render(self, dialect: str) -> str:
+        return PROCEDURE_TEXT[dialect].if_else.format(
+            condition=self.condition,
+            then=_indent(render_body(self.then, dialect)),
+            orelse=_indent(render_body(self.orelse, dialect)),
+        )
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line if line else line for line in text.splitlines())
+
+
+def render_body(statements: tuple, dialect: str) -> str:
+    return "\n".join(s.render(dialect) for s in statements)
+
+
+def walk(statements: tuple):
+    """Every statement, IF bodies included, in textual order."""
+    for s in statements:
+        yield s
+        if isinstance(s, IfElse):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+@dataclass(frozen=True)
+class Procedure:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple
+    counter: str = ""  # a local integer variable the body uses ("" when none)
+
+    def render(self, dialect: str) -> str:
+        text = PROCEDURE_TEXT[dialect]
+        params = ", ".join(
+            text.param.format(name=p.name, type=p.type[dialect], table=p.table[dialect], column=p.column[dialect])
+            for p in self.params
+        )
+        declarations = text.declaration.format(name=self.counter, type=text.counter_type) if self.counter else ""
+        return text.create.format(
+            name=self.name, params=params, declarations=declarations, body=_indent(render_body(self.body, dialect))
+        )
+
+    def dialects(self) -> tuple[str, ...]:
+        """The dialects every statement has a tree for."""
+        have = set(PROCEDURE_TEXT)
+        for s in walk(self.body):
+            if isinstance(s, (Sql, CountInto)):
+                have &= set(s.trees)
+        return tuple(sorted(have))
+
+    @property
+    def statements(self) -> int:
+        return sum(1 for _ in walk(self.body))
+
+    @property
+    def cyclomatic(self) -> int:
+        """1 + decision points: IF statements, CASE branches and AND/OR in the SQL conditions."""
+        decisions = 0
+        for s in walk(self.body):
+            if isinstance(s, IfElse):
+                decisions += 1
+            elif isinstance(s, (Sql, CountInto)):
+                tree = s.trees["postgres"]
+                decisions += sum(1 for _ in tree.find_all(exp.If)) + sum(1 for _ in tree.find_all(exp.And, exp.Or))
+        return 1 + decisions
+
+    def with_body(self, body: tuple) -> Procedure:
+        return replace(self, body=body)

@@ -1,0 +1,94 @@
+"""Seeds of one database: every validated gold query lifted, every archetype that applies, each with a call suite.
+
+A gold query is a seed source only when its PostgreSQL text was proven identical to SQLite's answer. Each
+(query, archetype) pair either becomes a validated seed (reference installs, a call suite of at least
+three informative calls, deterministic) or a rejection with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from plbench.normalize.emit import NormalizedDatabase
+from plbench.procedures.archetypes import ARCHETYPES, OutputColumn, Seed
+from plbench.procedures.lift import Lifted, LiftError, lift
+from plbench.procedures.suites import CallSuite, SuiteRejected, build_suite
+from plbench.procedures.workspace import Workspace
+from plbench.records import Rejection
+
+SUBSET = "procedures"
+MAX_ROWS = 20_000  # a database copied per run; larger ones are left out (named in the rejections)
+MAX_SEEDS_PER_DATABASE = 16
+
+
+@dataclass
+class ValidatedSeed:
+    seed: Seed
+    suite: CallSuite
+
+
+@dataclass
+class DatabaseSeeds:
+    database: str
+    seeds: list[ValidatedSeed] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    considered: int = 0  # (gold query, archetype) pairs tried
+
+
+def _reject(out: DatabaseSeeds, source_id: str, code: str, detail: str) -> None:
+    out.rejections.append(Rejection(SUBSET, source_id, "procedure_seeds", code, detail[:1000]))
+
+
+def _output(workspace: Workspace, lifted: Lifted, postgres_sql: str) -> list[OutputColumn]:
+    described = workspace.query(f"SELECT * FROM ({postgres_sql}) AS plb_q LIMIT 0")
+    if not described.ok:
+        raise LiftError("gold_fails_on_postgres", str(described.error))
+    return [OutputColumn(n, t) for n, t in zip(described.columns, described.types)]
+
+
+def _unique_gold(equivalence: list) -> list:
+    """Identical gold queries, each SQL text once (train repeats a query for each paraphrase)."""
+    seen, out = set(), []
+    for result in equivalence:
+        if result.cls == "identical" and result.postgres_sql not in seen:
+            seen.add(result.postgres_sql)
+            out.append(result)
+    return out
+
+
+def database_seeds(
+    engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, equivalence: list
+) -> DatabaseSeeds:
+    """Validated seeds of one loaded database (`equivalence`: its gold queries' EquivalenceResults)."""
+    out = DatabaseSeeds(pg_db.name)
+    gold = _unique_gold(equivalence)
+    rows = sum(len(t.rows) for t in pg_db.tables)
+    if rows > MAX_ROWS:
+        for g in gold:
+            _reject(out, f"{g.query.split}/{g.query.source_id}", "database_too_large", f"{pg_db.name}: {rows} rows")
+        return out
+    reads = (pg_db.schema_name,)
+    with engine.session(reads=reads) as session, engine.session(reads=reads) as other:
+        workspace, shuffled = Workspace(session, pg_db), Workspace(other, pg_db, shuffled=True)
+        taken = {t.target.name.lower() for t in pg_db.tables}
+        for g in gold:
+            source_id = f"{g.query.split}/{g.query.source_id}"
+            if len(out.seeds) >= MAX_SEEDS_PER_DATABASE:
+                _reject(out, source_id, "database_seed_cap", f"{pg_db.name} has {MAX_SEEDS_PER_DATABASE} seeds")
+                continue
+            try:
+                lifted = lift(source_id, g.query.question, g.query.sql, g.postgres_sql, g.oracle_sql, pg_db, oracle_db)
+                output = _output(workspace, lifted, g.postgres_sql)
+            except LiftError as exc:
+                _reject(out, source_id, exc.reason_code, exc.detail)
+                continue
+            for name, build in ARCHETYPES:
+                seed_id = f"{pg_db.name}/{source_id}/{name}"
+                out.considered += 1
+                try:
+                    seed = build(lifted, output, taken, f"{pg_db.name}/{source_id}")
+                    out.seeds.append(ValidatedSeed(seed, build_suite(seed, workspace, shuffled)))
+                except (LiftError, SuiteRejected) as exc:
+                    if exc.reason_code != "not_applicable":
+                        _reject(out, seed_id, exc.reason_code, exc.detail)
+    return out

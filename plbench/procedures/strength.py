@@ -1,0 +1,102 @@
+"""How strong a call suite is: the share of mutants it kills, and whether trivial candidates fail it.
+
+Trivial candidates keep the reference's signature: `noop` does nothing, `first_call_only` does the
+reference's work only for the first call's arguments, `state_change_removed` is the reference without
+its DML statements. A released task must be failed by all three.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from plbench.procedures.archetypes import Seed
+from plbench.procedures.model import IfElse, Procedure, Sql
+from plbench.procedures.mutants import mutants_of
+from plbench.procedures.suites import CallSuite, call_text, first_difference, literal, run_seed
+from plbench.procedures.workspace import Trace, Workspace
+
+
+@dataclass
+class Strength:
+    total: int = 0
+    killed: int = 0
+    by_operator: dict[str, list[int]] = field(default_factory=dict)  # operator -> [total, killed]
+    survivors: list[str] = field(default_factory=list)  # "<operator>: <description>"
+    trivial_passed: list[str] = field(default_factory=list)  # trivial candidates that pass the suite
+
+    @property
+    def kill_rate(self) -> float:
+        return self.killed / self.total if self.total else 1.0
+
+
+def expected_trace(suite: CallSuite) -> Trace:
+    return Trace(initial=suite.initial, calls=list(suite.expected))
+
+
+def fails_suite(workspace: Workspace, seed: Seed, suite: CallSuite, procedure: str) -> str:
+    """'' when `procedure` reproduces the suite, else where it first differs (the run stops there)."""
+    calls = [r.call for r in suite.expected]
+
+    def same_so_far(index: int, result) -> bool:
+        return result.observed() == suite.expected[index].observed()
+
+    trace = run_seed(workspace, seed, calls, procedure, inspect=same_so_far)
+    return first_difference(expected_trace(suite), trace)
+
+
+def _without_dml(body: tuple) -> tuple:
+    out = []
+    for s in body:
+        if isinstance(s, IfElse):
+            out.append(IfElse(s.condition, _without_dml(s.then), _without_dml(s.orelse)))
+        elif not isinstance(s, Sql):
+            out.append(s)
+    return tuple(out)
+
+
+def trivial_candidates(seed: Seed, suite: CallSuite) -> dict[str, Procedure]:
+    proc = seed.procedure
+    first = " AND ".join(
+        f"{p.name} IS NOT DISTINCT FROM {literal(v, p, 'postgres')}" for p, v in zip(proc.params, suite.args[0])
+    )
+    return {
+        "noop": proc.with_body(()),
+        "first_call_only": proc.with_body((IfElse(first, proc.body, ()),)),
+        "state_change_removed": proc.with_body(_without_dml(proc.body)),
+    }
+
+
+def text_columns(workspace: Workspace, seed: Seed) -> dict[str, list[str]]:
+    """Text columns of the tables an UPDATE writes (targets for the wrong-column mutant)."""
+    out = {}
+    for table in seed.writes:
+        try:
+            t = workspace.db.table(table)
+        except KeyError:
+            continue
+        out[table] = [c.target.sql for c in t.columns if c.source.family == "text"]
+    return out
+
+
+def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:
+    """Run every mutant and trivial candidate of the seed against its suite (PostgreSQL)."""
+    strength = Strength()
+    counts: Counter = Counter()
+    for mutant in mutants_of(seed.procedure, {"text_columns": text_columns(workspace, seed)}):
+        killed = bool(fails_suite(workspace, seed, suite, mutant.procedure.render("postgres")))
+        counts[(mutant.operator, killed)] += 1
+        strength.total += 1
+        strength.killed += killed
+        if not killed:
+            strength.survivors.append(f"{mutant.operator}: {mutant.description}")
+    for op in sorted({op for op, _ in counts}):
+        strength.by_operator[op] = [counts[(op, True)] + counts[(op, False)], counts[(op, True)]]
+    for name, proc in trivial_candidates(seed, suite).items():
+        if not fails_suite(workspace, seed, suite, proc.render("postgres")):
+            strength.trivial_passed.append(name)
+    return strength
+
+
+def call_texts(seed: Seed, suite: CallSuite, dialect: str) -> list[str]:
+    return [call_text(seed, args, dialect) for args in suite.args]

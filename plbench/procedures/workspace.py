@@ -1,0 +1,141 @@
+"""A writable copy of one loaded database inside a rolled-back engine session, and runs of procedures on it.
+
+Loaded databases are read-only to the candidate role, so a session copies every user table into its
+private schema (first on the search_path, so unqualified names reach the copies). A run is: savepoint,
+the task's setup, the procedure, its calls; after each call the state of every user table is read as
+(row count, order-independent content hash: the sum of every row's hash_record_extended) computed
+in SQL; then back to the savepoint. A shuffled
+workspace copies the rows in another physical order, for the determinism check.
+
+Procedures run inside the session's transaction, so a procedure that issues COMMIT or ROLLBACK fails
+with SQLSTATE 2D000 (invalid transaction termination): a reference never does, a candidate that does
+fails that call. Between calls nothing but the calls runs; the state reads are schema-qualified and call
+only pg_catalog functions, so a candidate's objects cannot stand in for them, and a table the candidate
+replaced by a view or put under row-level security is reported as tampered with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from psycopg import sql
+
+from plbench.normalize.emit import NormalizedDatabase
+
+RUN_SAVEPOINT = "plb_run"
+TAMPERED = "tampered"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    call: str
+    error: str | None  # the SQLSTATE raised, or "timeout"
+    message: str
+    lines: tuple[str, ...]
+    state: dict[str, tuple[int, str]]  # table -> (rows, content hash)
+
+    def observed(self) -> tuple:
+        """What the grader compares: error code, output lines, every table's state."""
+        return (self.error, self.lines, tuple(sorted(self.state.items())))
+
+
+@dataclass
+class Trace:
+    install_error: str | None = None  # why the procedure (or the task setup) did not install
+    initial: dict[str, tuple[int, str]] = field(default_factory=dict)  # the state before the first call
+    calls: list[CallResult] = field(default_factory=list)
+
+
+def _quoted_identifier(name: str) -> str:
+    return sql.Identifier(name).as_string(None)
+
+
+class Workspace:
+    """A database copy in `session`'s private schema; `run` executes one procedure from the initial state."""
+
+    def __init__(self, session, db: NormalizedDatabase, shuffled: bool = False):
+        self.session = session
+        self.db = db
+        self.schema = session.schema
+        self.tables = [t.target.sql for t in db.tables]
+        self._copy(shuffled)
+
+    def _copy(self, shuffled: bool) -> None:
+        source = _quoted_identifier(self.db.schema_name)
+        for table in self.tables:
+            order = " ORDER BY pg_catalog.md5(src::text) DESC" if shuffled else ""
+            statement = (
+                f"CREATE TABLE {table} (LIKE {source}.{table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
+                f"INCLUDING INDEXES); INSERT INTO {table} SELECT * FROM {source}.{table} AS src{order}"
+            )
+            result = self.session.execute(statement)
+            if not result.ok:
+                raise RuntimeError(f"{self.db.key}: cannot copy table {table}: {result.error}")
+
+    def state_query(self, tables: list[str]) -> str:
+        """One statement reading (rows, hash) of every table, and the tables that are no longer plain."""
+        schema = _quoted_identifier(self.schema)
+        parts = [
+            f"SELECT {sql.Literal(t.strip(chr(34))).as_string(None)}, pg_catalog.count(*), "
+            f"pg_catalog.sum(pg_catalog.hash_record_extended(r, 0)) FROM {schema}.{t} AS r"
+            for t in tables
+        ]
+        tampered = (
+            f"SELECT c.relname::text, -1, NULL::numeric FROM pg_catalog.pg_class c WHERE c.relnamespace = "
+            f"{sql.Literal(self.schema).as_string(None)}::regnamespace AND c.relname = ANY(ARRAY["
+            + ", ".join(sql.Literal(t.strip(chr(34))).as_string(None) for t in tables)
+            + "]) AND (c.relkind <> 'r' OR c.relrowsecurity)"
+        )
+        return " UNION ALL ".join(parts + [tampered])
+
+    def read_state(self, tables: list[str]) -> dict[str, tuple[int, str]]:
+        result = self.session.query(self.state_query(tables))
+        if not result.ok:
+            return {TAMPERED: (-1, f"state unreadable: {result.error.code if result.error else 'timeout'}")}
+        state = {}
+        for name, rows, digest in result.rows:
+            state[name] = (-1, TAMPERED) if rows == -1 else (rows, str(digest or 0))
+        return state
+
+    def run(
+        self,
+        setup: list[str],
+        procedure: str,
+        calls: list[str],
+        extra_tables: tuple[str, ...] = (),
+        inspect: Callable[[int, CallResult], bool] | None = None,
+    ) -> Trace:
+        """Run the procedure's calls from the initial state (the copy plus `setup`), then restore it.
+
+        `inspect(index, result)` sees each call's result while its state is still live; False stops the run.
+        """
+        tables = self.tables + [t for t in extra_tables if t not in self.tables]
+        trace = Trace()
+        self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}")
+        try:
+            for statement in [*setup, procedure]:
+                done = self.session.execute(statement)
+                if not done.ok:
+                    trace.install_error = f"{_code(done)}: {done.error.message if done.error else 'timeout'}"
+                    return trace
+            trace.initial = self.read_state(tables)
+            for index, call in enumerate(calls):
+                done = self.session.execute(call)
+                message = done.error.message if done.error else ""
+                result = CallResult(call, _code(done), message, tuple(done.lines), self.read_state(tables))
+                trace.calls.append(result)
+                if inspect is not None and not inspect(index, result):
+                    break
+            return trace
+        finally:
+            self.session.execute(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+
+    def query(self, text: str):
+        return self.session.query(text)
+
+
+def _code(result) -> str | None:
+    if result.timed_out:
+        return "timeout"
+    return result.error.code if result.error else None

@@ -1,0 +1,63 @@
+"""A small Spider-like database for the procedural tests: keys, NULLs, ties and an empty table.
+
+`load_fixture(engine, folder)` writes it as SQLite, normalizes and loads it into PostgreSQL the way the
+build does, and runs its gold queries through the gold-equivalence check, so seeds are lifted from
+the same EquivalenceResults the build hands over.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from plbench.normalize.emit import NormalizedDatabase, normalize
+from plbench.normalize.load import load_postgres
+from plbench.normalize.sqlite_source import read_sqlite
+from plbench.spider import gold
+
+SCHEMA = """
+CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT, score INTEGER, joined DATE);
+CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer(id), amount REAL,
+                     status TEXT);
+CREATE TABLE archive (id INTEGER PRIMARY KEY, note TEXT);
+INSERT INTO customer VALUES (1, 'Ann', 'Paris', 70, '2020-01-05'), (2, 'Bob', NULL, 50, '2021-03-01'),
+                            (3, 'Cy', 'Oslo', 50, '2019-12-31'), (4, 'Dee', 'Paris', 90, NULL),
+                            (5, 'Eve', 'Rome', 20, '2022-07-07');
+INSERT INTO orders VALUES (10, 1, 12.5, 'open'), (11, 1, 7, 'closed'), (12, 2, 100.25, 'open'),
+                          (13, 4, 10, 'open'), (14, 5, 3, NULL), (15, 3, 55, 'closed');
+"""
+
+GOLD = [
+    "SELECT name FROM customer WHERE score > 50",
+    "SELECT count(*) FROM orders WHERE status = 'open'",
+    "SELECT T1.name, T2.amount FROM customer AS T1 JOIN orders AS T2 ON T1.id = T2.customer_id "
+    "WHERE T1.city = 'Paris' AND T2.amount >= 10",
+    "SELECT name FROM customer",
+    "SELECT name FROM customer WHERE score >= 50 ORDER BY score LIMIT 1",
+    "SELECT status FROM orders WHERE customer_id = 1",
+]
+
+
+@dataclass
+class Fixture:
+    pg: NormalizedDatabase
+    oracle: NormalizedDatabase
+    equivalence: list
+
+
+def load_fixture(engine, folder: Path) -> Fixture:
+    path = folder / "procfix.sqlite"
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(SCHEMA)
+    conn.close()
+    source = read_sqlite(path, "spider1", "procfix", "procfix.sqlite")
+    pg, oracle = normalize(source, "postgres"), normalize(source, "oracle")
+    with engine.connection() as conn:
+        assert load_postgres(conn, pg).verified
+    queries = [gold.GoldQuery(str(i), "procfix", "", sql, "train") for i, sql in enumerate(GOLD, start=1)]
+    with engine.session(reads=(pg.schema_name,)) as session:
+        equivalence = gold.check_database(path, pg, queries, session, oracle=oracle)
+    assert [r.cls for r in equivalence] == ["identical"] * len(GOLD), [r.detail for r in equivalence]
+    return Fixture(pg, oracle, equivalence)

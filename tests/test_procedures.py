@@ -1,0 +1,247 @@
+"""Procedural seeds on a real PostgreSQL: lifting, each archetype, call suites, determinism, mutants, grading."""
+
+from __future__ import annotations
+
+import pytest
+
+from plbench.dialects.static_checks import check_block_structure
+from plbench.procedures.grade import ProcedureTask, grade, row_difference
+from plbench.procedures.lift import LiftError, lift
+from plbench.procedures.mutants import OPERATORS
+from plbench.procedures.seeds import database_seeds
+from plbench.procedures.strength import measure, text_columns, trivial_candidates
+from plbench.procedures.suites import call_text
+from plbench.procedures.workspace import Workspace
+from tests.procedure_fixtures import load_fixture
+
+
+@pytest.fixture(scope="module")
+def fixture(pg_engine, tmp_path_factory):
+    return load_fixture(pg_engine, tmp_path_factory.mktemp("procfix"))
+
+
+@pytest.fixture(scope="module")
+def seeds(pg_engine, fixture):
+    out = database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
+    return out, {v.seed.seed_id: v for v in out.seeds}
+
+
+@pytest.fixture
+def workspace(pg_engine, fixture):
+    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
+        yield Workspace(session, fixture.pg)
+
+
+def _calls(validated) -> list[str]:
+    return [r.call for r in validated.suite.expected]
+
+
+# ---- lifting ---------------------------------------------------------------------------------
+
+
+def test_lift_types_parameters_from_the_compared_columns(fixture):
+    g = fixture.equivalence[2]
+    lifted = lift("train/3", "", g.query.sql, g.postgres_sql, g.oracle_sql, fixture.pg, fixture.oracle)
+    assert [(p.name, p.type["postgres"], p.gold_value, p.nullable) for p in lifted.params] == [
+        ("para_city", "text", "Paris", True),
+        ("para_amount", "double precision", 10.0, True),
+    ]
+    assert lifted.trees["postgres"].sql("postgres").endswith("WHERE T1.city = para_city AND T2.amount >= para_amount")
+    assert lifted.trees["oracle"].sql("oracle").endswith("WHERE T1.CITY = para_city AND T2.AMOUNT >= para_amount")
+    assert lifted.tables == ("customer", "orders")
+
+
+def test_a_query_without_literals_is_rejected_with_its_reason(fixture, seeds):
+    g = fixture.equivalence[3]
+    with pytest.raises(LiftError) as err:
+        lift("train/4", "", g.query.sql, g.postgres_sql, g.oracle_sql, fixture.pg, fixture.oracle)
+    assert err.value.reason_code == "no_liftable_literal"
+    out, _ = seeds
+    assert ("train/4", "no_liftable_literal") in {(r.source_id, r.reason_code) for r in out.rejections}
+
+
+# ---- one test per archetype --------------------------------------------------------------------
+
+
+def test_result_table_replaces_the_report_each_call(seeds):
+    v = seeds[1]["procfix/train/1/result_table"]
+    assert v.seed.procedure.render("postgres") == (
+        "CREATE PROCEDURE sp_report_customer(para_score bigint)\nLANGUAGE plpgsql\nAS $plb$\nBEGIN\n"
+        "  DELETE FROM customer_report;\n"
+        "  INSERT INTO customer_report (name) SELECT name FROM customer WHERE score > para_score;\nEND;\n$plb$;"
+    )
+    assert v.seed.setup["postgres"] == ["CREATE TABLE customer_report (name text)"]
+    assert _calls(v) == [f"CALL sp_report_customer(CAST({n} AS bigint))" for n in (50, 20, 70, 90)]
+    # score > 50: Ann, Dee; > 20: four (the tie at 50 counts twice); > 70: Dee; > 90: nobody
+    assert [r.state["customer_report"][0] for r in v.suite.expected] == [2, 4, 1, 0]
+    assert all(r.state["customer"] == v.suite.initial["customer"] for r in v.suite.expected)
+
+
+def test_summary_row_appends_the_arguments_and_the_aggregate(seeds):
+    v = seeds[1]["procfix/train/2/summary_row"]
+    assert v.seed.procedure.render("postgres").splitlines()[4] == (
+        "  INSERT INTO orders_summary (arg_status, result_value) VALUES "
+        "(para_status, (SELECT COUNT(*) FROM orders WHERE status = para_status));"
+    )
+    assert v.suite.args == (("open",), ("closed",), ("zz plbench: matches nothing",), (None,))
+    assert [r.state["orders_summary"][0] for r in v.suite.expected] == [1, 2, 3, 4]
+
+
+def test_status_update_flags_the_rows_the_predicate_selects(seeds, workspace):
+    v = seeds[1]["procfix/train/1/status_update"]
+    assert v.seed.setup["postgres"] == [
+        "ALTER TABLE customer ADD COLUMN review_status text DEFAULT 'unreviewed'",
+        "ALTER TABLE customer ADD COLUMN review_count bigint DEFAULT 0",
+    ]
+    flagged = []
+
+    def look(index, result):
+        q = workspace.query("SELECT id, review_status, review_count FROM customer ORDER BY id")
+        flagged.append([r for r in q.rows if r[2]])
+        return True
+
+    workspace.run(v.seed.setup["postgres"], v.seed.procedure.render("postgres"), _calls(v), v.seed.writes, look)
+    assert flagged == [
+        [(1, "selected", 1), (4, "selected", 1)],
+        [(1, "selected", 2), (2, "selected", 1), (3, "selected", 1), (4, "selected", 2)],
+        [(1, "selected", 2), (2, "selected", 1), (3, "selected", 1), (4, "selected", 3)],
+    ]
+
+
+def test_raise_missing_raises_the_defined_error_per_dialect(seeds):
+    v = seeds[1]["procfix/train/2/raise_missing"]
+    assert [r.error for r in v.suite.expected] == [None, None, "PLB01", "PLB01"]
+    pg, oracle = v.seed.procedure.render("postgres"), v.seed.procedure.render("oracle")
+    assert "RAISE EXCEPTION 'no row of orders has status equal to the argument' USING ERRCODE = 'PLB01';" in pg
+    assert "RAISE_APPLICATION_ERROR(-20001, 'no row of orders has status equal to the argument');" in oracle
+    assert oracle.startswith(
+        "CREATE OR REPLACE PROCEDURE sp_checked_report_orders(para_status IN ORDERS.STATUS%TYPE)\nIS\n"
+        "  v_matches NUMBER;\nBEGIN\n  SELECT COUNT(*) INTO v_matches FROM ORDERS WHERE STATUS = para_status;"
+    )
+    assert check_block_structure(oracle) == [] and check_block_structure(pg) == []
+    assert call_text(v.seed, ("open",), "oracle") == "BEGIN sp_checked_report_orders('open'); END;"
+    # the error leaves the state as it was: the report of call 2 is still there
+    assert v.suite.expected[2].state == v.suite.expected[1].state
+
+
+def test_every_seed_has_a_numbered_exhaustive_requirement(seeds):
+    lines = seeds[1]["procfix/train/3/raise_missing"].seed.requirement_lines
+    assert lines[1] == "It reads `customer`, `orders`; it writes only `customer_report`; no other table changes."
+    assert "SQLSTATE 'PLB01'" in lines[3] and "RAISE_APPLICATION_ERROR(-20001, ...)" in lines[3]
+    assert lines[4].startswith("Otherwise: each call first removes every row of `customer_report`")
+
+
+# ---- call suites -------------------------------------------------------------------------------
+
+
+def test_calls_that_change_nothing_are_dropped(seeds):
+    v = seeds[1]["procfix/train/1/status_update"]
+    # 90 and the no-match value flag nobody, NULL matches nothing: three calls remain
+    assert v.suite.args == ((50,), (20,), (70,))
+
+
+def test_a_reference_that_depends_on_physical_order_is_rejected(seeds):
+    out, _ = seeds
+    reasons = {r.source_id: (r.reason_code, r.detail) for r in out.rejections}
+    code, detail = reasons["procfix/train/5/result_table"]
+    assert code == "nondeterministic"
+    assert detail.startswith("a physically shuffled copy: call 1")
+
+
+# ---- suite strength ------------------------------------------------------------------------------
+
+
+OPERATOR_CASES = {
+    "relational_flip": ("procfix/train/1/result_table", "WHERE score < para_score;"),
+    "boundary_shift": ("procfix/train/3/result_table", "T2.amount > para_amount"),
+    "drop_conjunct": ("procfix/train/3/result_table", "WHERE T1.city = para_city;"),
+    "swap_if": ("procfix/train/2/raise_missing", "  IF v_matches = 0 THEN\n    DELETE FROM orders_report;"),
+    "drop_dml": ("procfix/train/1/result_table", "BEGIN\n  INSERT INTO customer_report"),
+    "wrong_target_column": ("procfix/train/1/status_update", "SET name = 'selected'"),
+    "boundary_plus_one": ("procfix/train/6/raise_missing", "WHERE customer_id = para_customer_id + 1;"),
+}
+
+
+@pytest.mark.parametrize("operator", [name for name, _ in OPERATORS])
+def test_each_mutant_operator_makes_a_mutant_the_suite_kills(operator, seeds, workspace):
+    seed_id, text = OPERATOR_CASES[operator]
+    v = seeds[1][seed_id]
+    make = dict(OPERATORS)[operator]
+    mutants = make(v.seed.procedure, {"text_columns": text_columns(workspace, v.seed)})
+    rendered = [m.procedure.render("postgres") for m in mutants]
+    assert any(text in r for r in rendered), rendered
+    strength = measure(workspace, v.seed, v.suite)
+    assert strength.by_operator[operator][1] == strength.by_operator[operator][0] > 0
+
+
+def test_boundary_plus_one_needs_a_number_equality(seeds):
+    assert dict(OPERATORS)["boundary_plus_one"](seeds[1]["procfix/train/1/result_table"].seed.procedure, {}) == []
+
+
+def test_trivial_candidates_fail_every_seed(seeds, workspace):
+    for v in seeds[1].values():
+        assert set(trivial_candidates(v.seed, v.suite)) == {"noop", "first_call_only", "state_change_removed"}
+        assert measure(workspace, v.seed, v.suite).trivial_passed == [], v.seed.seed_id
+
+
+# ---- grading -------------------------------------------------------------------------------------
+
+
+def _task(v, fixture) -> ProcedureTask:
+    return ProcedureTask(
+        v.seed.seed_id,
+        fixture.pg,
+        tuple(v.seed.setup["postgres"]),
+        v.seed.procedure.render("postgres"),
+        tuple(_calls(v)),
+        tuple(r.observed() for r in v.suite.expected),
+        v.seed.writes,
+    )
+
+
+def test_the_reference_passes_every_call(pg_engine, seeds, fixture):
+    v = seeds[1]["procfix/train/3/raise_missing"]
+    result = grade(pg_engine, _task(v, fixture), v.seed.procedure.render("postgres"))
+    assert result.passed and result.call_verdicts == ["pass"] * len(v.suite.expected)
+
+
+def test_touching_another_table_fails_and_names_it(pg_engine, seeds, fixture):
+    v = seeds[1]["procfix/train/1/result_table"]
+    candidate = v.seed.procedure.render("postgres").replace(
+        "END;\n$plb$;", "  UPDATE orders SET status = 'seen' WHERE order_id = 10;\nEND;\n$plb$;"
+    )
+    result = grade(pg_engine, _task(v, fixture), candidate)
+    assert not result.passed
+    assert result.detail == "state differs after call 1: table orders, 1 row changed"
+    assert result.call_verdicts == ["fail"] * 4
+    assert result.category == "wrong_logic_or_output"
+
+
+def test_failing_only_call_3_gets_those_verdicts(pg_engine, seeds, fixture):
+    v = seeds[1]["procfix/train/1/result_table"]  # calls with 50, 20, 70, 90
+    candidate = v.seed.procedure.render("postgres").replace(
+        "WHERE score > para_score;", "WHERE score > para_score OR (para_score = 70 AND score = 20);"
+    )
+    result = grade(pg_engine, _task(v, fixture), candidate)
+    assert result.call_verdicts == ["pass", "pass", "fail", "pass"]
+    assert result.detail == "state differs after call 3: table customer_report, 1 row added"
+
+
+def test_a_candidate_that_does_not_install_is_an_invalid_artifact(pg_engine, seeds, fixture):
+    v = seeds[1]["procfix/train/1/result_table"]
+    result = grade(pg_engine, _task(v, fixture), "CREATE PROCEDURE sp_report_customer(")
+    assert not result.passed and result.category == "invalid_artifact"
+    assert result.detail.startswith("does not install: 42601")
+
+
+def test_a_candidate_that_commits_fails_the_call(pg_engine, seeds, fixture):
+    v = seeds[1]["procfix/train/1/result_table"]
+    candidate = v.seed.procedure.render("postgres").replace("END;\n$plb$;", "  COMMIT;\nEND;\n$plb$;")
+    result = grade(pg_engine, _task(v, fixture), candidate)
+    assert not result.passed and result.detail.startswith("call 1: expected no error, got error 2D000")
+
+
+def test_row_difference_counts_changed_added_and_removed_rows():
+    expected = [("(1)", "(1,a)"), ("(2)", "(2,b)"), ("(3)", "(3,c)")]
+    got = [("(1)", "(1,a)"), ("(2)", "(2,x)"), ("(4)", "(4,d)"), ("(5)", "(5,e)")]
+    assert row_difference(expected, got) == "1 row changed, 2 rows added, 1 row removed"
