@@ -64,7 +64,11 @@ def row_difference(expected: list[tuple[str, str]], got: list[tuple[str, str]]) 
     changed = sum((missing_keys & extra_keys).values())
     added = sum(extra_keys.values()) - changed
     removed = sum(missing_keys.values()) - changed
-    parts = [f"{n} row{'s' if n != 1 else ''} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed")) if n]
+    parts = [
+        f"{n} row{'s' if n != 1 else ''} {what}"
+        for n, what in ((changed, "changed"), (added, "added"), (removed, "removed"))
+        if n
+    ]
     return ", ".join(parts) or "same rows, different content hash"
 
 
