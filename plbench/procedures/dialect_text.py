@@ -28,6 +28,7 @@ class ProcedureText:
     create_table: str  # {table} {columns}
     text_type: str
     integer_type: str
+    todo: str  # {text}: a region left for the solver to write
 
 
 # The one defined error every archetype raises: a parameter that matches nothing. PostgreSQL lets a
@@ -64,6 +65,7 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         create_table="CREATE TABLE {table} ({columns})",
         text_type="text",
         integer_type="bigint",
+        todo="-- TODO: {text}",
     ),
     "oracle": ProcedureText(
         sqlglot="oracle",
@@ -81,6 +83,7 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         create_table="CREATE TABLE {table} ({columns})",
         text_type="VARCHAR2(4000)",
         integer_type="NUMBER",
+        todo="NULL; -- TODO: {text}",  # a PL/SQL block needs a statement
     ),
 }
 

@@ -91,8 +91,14 @@ def _first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, 
 
 
 def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
-    """Install `candidate` and run the task's calls; EX and per-call verdicts (see the module docstring)."""
-    reads = (task.db.schema_name,)
+    """Install `candidate` in a fresh workspace and run the task's calls (see the module docstring)."""
+    with engine.session(reads=(task.db.schema_name,)) as session, engine.session(reads=(task.db.schema_name,)) as ref:
+        return grade_in(Workspace(session, task.db), task, candidate, lambda: Workspace(ref, task.db))
+
+
+def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, reference_workspace=None) -> Grade:
+    """Grade in an existing workspace (the build grades its own code so); the reference's rows for the
+    detail come from `reference_workspace()` when given, else from the same workspace after a reset."""
     first: dict = {}
 
     def inspect(index: int, result: CallResult) -> bool:
@@ -101,9 +107,7 @@ def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
             first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
         return True
 
-    with engine.session(reads=reads) as session:
-        workspace = Workspace(session, task.db)
-        trace = workspace.run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
+    trace = workspace.run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
     if trace.install_error:
         code = trace.install_error.split(":", 1)[0]
         return Grade(False, ["fail"] * len(task.calls), f"does not install: {trace.install_error}", category_of(code))
@@ -115,11 +119,12 @@ def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
         return Grade(True, verdicts)
     detail = first["what"]
     if first["table"]:
-        detail += ", " + row_difference(_reference_rows(engine, task, first["index"], first["table"]), first["rows"])
+        other = reference_workspace() if reference_workspace else workspace
+        detail += ", " + row_difference(_reference_rows(other, task, first["index"], first["table"]), first["rows"])
     return Grade(False, verdicts, detail, WRONG_LOGIC)
 
 
-def _reference_rows(engine, task: ProcedureTask, index: int, table: str) -> list[tuple[str, str]]:
+def _reference_rows(workspace: Workspace, task: ProcedureTask, index: int, table: str) -> list[tuple[str, str]]:
     rows: list = []
 
     def inspect(i: int, result: CallResult) -> bool:
@@ -127,7 +132,5 @@ def _reference_rows(engine, task: ProcedureTask, index: int, table: str) -> list
             rows.extend(_rows(workspace, table))
         return i < index
 
-    with engine.session(reads=(task.db.schema_name,)) as session:
-        workspace = Workspace(session, task.db)
-        workspace.run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
+    workspace.run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
     return rows

@@ -7,6 +7,7 @@ and a raise of a defined error. The statement count and cyclomatic complexity ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -52,6 +53,16 @@ class Raise:
 
 
 @dataclass(frozen=True)
+class Todo:
+    """A region removed from the reference, for the solver to complete."""
+
+    text: str
+
+    def render(self, dialect: str) -> str:
+        return PROCEDURE_TEXT[dialect].todo.format(text=self.text)
+
+
+@dataclass(frozen=True)
 class IfElse:
     condition: str  # dialect-neutral: a comparison of a local variable with a number
     then: tuple
@@ -80,6 +91,18 @@ def walk(statements: tuple):
         if isinstance(s, IfElse):
             yield from walk(s.then)
             yield from walk(s.orelse)
+
+
+def rebuild(body: tuple, change: Callable) -> tuple:
+    """The body with `change(statement)` applied to every statement, IF bodies included (None drops it)."""
+    out = []
+    for s in body:
+        new = change(s)
+        if new is s and isinstance(s, IfElse):
+            new = IfElse(s.condition, rebuild(s.then, change), rebuild(s.orelse, change))
+        if new is not None:
+            out.append(new)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from plbench.procedures.model import CountInto, IfElse, Procedure, Sql, walk
+from plbench.procedures.model import CountInto, IfElse, Procedure, Sql, rebuild, walk
 
 _FLIP = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE}
 _BOUNDARY = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT}
@@ -24,22 +24,12 @@ class Mutant:
     operator: str
     description: str
     procedure: Procedure
+    before: exp.Expression | None = None  # the PostgreSQL node the operator edited (None: a statement-level edit)
+    after: exp.Expression | None = None  # what replaced it
 
 
 def _sql_statements(proc: Procedure) -> list:
     return [s for s in walk(proc.body) if isinstance(s, (Sql, CountInto))]
-
-
-def _rebuild(body: tuple, change: Callable) -> tuple:
-    """The body with `change(statement)` applied to every statement, IF bodies included (None drops it)."""
-    out = []
-    for s in body:
-        new = change(s)
-        if new is s and isinstance(s, IfElse):
-            new = IfElse(s.condition, _rebuild(s.then, change), _rebuild(s.orelse, change))
-        if new is not None:
-            out.append(new)
-    return tuple(out)
 
 
 def _edit_nodes(proc: Procedure, select: Callable, edit: Callable, label: str, operator: str) -> list[Mutant]:
@@ -48,8 +38,9 @@ def _edit_nodes(proc: Procedure, select: Callable, edit: Callable, label: str, o
     for statement in _sql_statements(proc):
         count = len(select(statement.trees["postgres"]))
         for k in range(count):
+            edited: dict[str, exp.Expression] = {}
 
-            def change(s, target=statement, k=k):
+            def change(s, target=statement, k=k, edited=edited):
                 if s is not target:
                     return s
                 trees = {}
@@ -57,12 +48,15 @@ def _edit_nodes(proc: Procedure, select: Callable, edit: Callable, label: str, o
                     copy = tree.copy()
                     nodes = select(copy)
                     if k < len(nodes):
-                        nodes[k].replace(edit(nodes[k]))
+                        edited[dialect] = edit(nodes[k])
+                        nodes[k].replace(edited[dialect])
                     trees[dialect] = copy
                 return type(s)(*(trees if f == "trees" else getattr(s, f) for f in s.__dataclass_fields__))
 
+            body = rebuild(proc.body, change)
             node = select(statement.trees["postgres"])[k]
-            mutants.append(Mutant(operator, f"{label}: {node.sql()[:80]}", proc.with_body(_rebuild(proc.body, change))))
+            label_text = f"{label}: {node.sql()[:80]}"
+            mutants.append(Mutant(operator, label_text, proc.with_body(body), node, edited.get("postgres")))
     return mutants
 
 
@@ -122,7 +116,7 @@ def swap_if(proc: Procedure, context) -> list[Mutant]:
             return IfElse(s.condition, s.orelse, s.then) if s is target else s
 
         mutants.append(
-            Mutant("swap_if", f"branches swapped: IF {target.condition}", proc.with_body(_rebuild(proc.body, change)))
+            Mutant("swap_if", f"branches swapped: IF {target.condition}", proc.with_body(rebuild(proc.body, change)))
         )
     return mutants
 
@@ -135,7 +129,7 @@ def drop_dml(proc: Procedure, context) -> list[Mutant]:
             return None if s is target else s
 
         label = f"{target.kind} removed: {target.render('postgres')[:80]}"
-        mutants.append(Mutant("drop_dml", label, proc.with_body(_rebuild(proc.body, change))))
+        mutants.append(Mutant("drop_dml", label, proc.with_body(rebuild(proc.body, change))))
     return mutants
 
 

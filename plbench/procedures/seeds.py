@@ -7,11 +7,13 @@ three informative calls, deterministic) or a rejection with its reason.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from plbench.normalize.emit import NormalizedDatabase
 from plbench.procedures.archetypes import ARCHETYPES, OutputColumn, Seed
 from plbench.procedures.lift import Lifted, LiftError, lift
+from plbench.procedures.strength import Strength, measure, strengthen
 from plbench.procedures.suites import CallSuite, SuiteRejected, build_suite
 from plbench.procedures.workspace import Workspace
 from plbench.records import Rejection
@@ -25,6 +27,7 @@ MAX_SEEDS_PER_DATABASE = 16
 class ValidatedSeed:
     seed: Seed
     suite: CallSuite
+    strength: Strength
 
 
 @dataclass
@@ -60,35 +63,77 @@ def database_seeds(
     engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, equivalence: list
 ) -> DatabaseSeeds:
     """Validated seeds of one loaded database (`equivalence`: its gold queries' EquivalenceResults)."""
-    out = DatabaseSeeds(pg_db.name)
-    gold = _unique_gold(equivalence)
-    rows = sum(len(t.rows) for t in pg_db.tables)
-    if rows > MAX_ROWS:
-        for g in gold:
-            _reject(out, f"{g.query.split}/{g.query.source_id}", "database_too_large", f"{pg_db.name}: {rows} rows")
-        return out
+    large = too_large(pg_db, equivalence)
+    if large is not None:
+        return large
+    with workspaces(engine, pg_db) as (workspace, shuffled):
+        return seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)
+
+
+@contextlib.contextmanager
+def workspaces(engine, pg_db: NormalizedDatabase):
+    """A workspace and a physically shuffled one on the same database, each in its own session."""
     reads = (pg_db.schema_name,)
     with engine.session(reads=reads) as session, engine.session(reads=reads) as other:
-        workspace, shuffled = Workspace(session, pg_db), Workspace(other, pg_db, shuffled=True)
-        taken = {t.target.name.lower() for t in pg_db.tables}
-        for g in gold:
-            source_id = f"{g.query.split}/{g.query.source_id}"
-            if len(out.seeds) >= MAX_SEEDS_PER_DATABASE:
-                _reject(out, source_id, "database_seed_cap", f"{pg_db.name} has {MAX_SEEDS_PER_DATABASE} seeds")
-                continue
+        yield Workspace(session, pg_db), Workspace(other, pg_db, shuffled=True)
+
+
+def seeds_in(
+    workspace: Workspace,
+    shuffled: Workspace,
+    pg_db: NormalizedDatabase,
+    oracle_db: NormalizedDatabase | None,
+    equivalence: list,
+) -> DatabaseSeeds:
+    out = DatabaseSeeds(pg_db.name)
+    taken = {t.target.name.lower() for t in pg_db.tables}
+    for g in _unique_gold(equivalence):
+        source_id = f"{g.query.split}/{g.query.source_id}"
+        if len(out.seeds) >= MAX_SEEDS_PER_DATABASE:
+            _reject(out, source_id, "database_seed_cap", f"{pg_db.name} has {MAX_SEEDS_PER_DATABASE} seeds")
+            continue
+        try:
+            lifted = lift(source_id, g.query.question, g.query.sql, g.postgres_sql, g.oracle_sql, pg_db, oracle_db)
+            output = _output(workspace, lifted, g.postgres_sql)
+        except LiftError as exc:
+            _reject(out, source_id, exc.reason_code, exc.detail)
+            continue
+        for name, build in ARCHETYPES:
+            seed_id = f"{pg_db.name}/{source_id}/{name}"
             try:
-                lifted = lift(source_id, g.query.question, g.query.sql, g.postgres_sql, g.oracle_sql, pg_db, oracle_db)
-                output = _output(workspace, lifted, g.postgres_sql)
+                seed = build(lifted, output, taken, f"{pg_db.name}/{source_id}")
             except LiftError as exc:
-                _reject(out, source_id, exc.reason_code, exc.detail)
+                if exc.reason_code != "not_applicable":
+                    out.considered += 1
+                    _reject(out, seed_id, exc.reason_code, exc.detail)
                 continue
-            for name, build in ARCHETYPES:
-                seed_id = f"{pg_db.name}/{source_id}/{name}"
-                out.considered += 1
-                try:
-                    seed = build(lifted, output, taken, f"{pg_db.name}/{source_id}")
-                    out.seeds.append(ValidatedSeed(seed, build_suite(seed, workspace, shuffled)))
-                except (LiftError, SuiteRejected) as exc:
-                    if exc.reason_code != "not_applicable":
-                        _reject(out, seed_id, exc.reason_code, exc.detail)
+            out.considered += 1
+            try:
+                out.seeds.append(validate(seed, workspace, shuffled))
+            except SuiteRejected as exc:
+                _reject(out, seed_id, exc.reason_code, exc.detail)
     return out
+
+
+def too_large(pg_db: NormalizedDatabase, equivalence: list) -> DatabaseSeeds | None:
+    """The rejections of a database too large to copy per run (None when it is small enough)."""
+    rows = sum(len(t.rows) for t in pg_db.tables)
+    if rows <= MAX_ROWS:
+        return None
+    out = DatabaseSeeds(pg_db.name)
+    for g in _unique_gold(equivalence):
+        _reject(out, f"{g.query.split}/{g.query.source_id}", "database_too_large", f"{pg_db.name}: {rows} rows")
+    return out
+
+
+def validate(seed: Seed, workspace: Workspace, shuffled: Workspace) -> ValidatedSeed:
+    """Call suite, strengthened against surviving mutants; SuiteRejected when a trivial candidate passes."""
+    suite = build_suite(seed, workspace, shuffled)
+    strength = measure(workspace, seed, suite)
+    if strength.surviving:
+        stronger = strengthen(workspace, shuffled, seed, suite, strength.surviving)
+        if stronger is not suite:
+            suite, strength = stronger, measure(workspace, seed, stronger)
+    if strength.trivial_passed:
+        raise SuiteRejected("trivial_candidate_passes", ", ".join(strength.trivial_passed))
+    return ValidatedSeed(seed, suite, strength)

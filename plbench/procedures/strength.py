@@ -12,8 +12,16 @@ from dataclasses import dataclass, field
 
 from plbench.procedures.archetypes import Seed
 from plbench.procedures.model import IfElse, Procedure, Sql
-from plbench.procedures.mutants import mutants_of
-from plbench.procedures.suites import CallSuite, call_text, first_difference, literal, run_seed
+from plbench.procedures.mutants import Mutant, mutants_of
+from plbench.procedures.suites import (
+    CallSuite,
+    call_text,
+    first_difference,
+    literal,
+    record_suite,
+    run_seed,
+    wide_args,
+)
 from plbench.procedures.workspace import Trace, Workspace
 
 
@@ -23,6 +31,7 @@ class Strength:
     killed: int = 0
     by_operator: dict[str, list[int]] = field(default_factory=dict)  # operator -> [total, killed]
     survivors: list[str] = field(default_factory=list)  # "<operator>: <description>"
+    surviving: list[Mutant] = field(default_factory=list)
     trivial_passed: list[str] = field(default_factory=list)  # trivial candidates that pass the suite
 
     @property
@@ -90,6 +99,7 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:
         strength.killed += killed
         if not killed:
             strength.survivors.append(f"{mutant.operator}: {mutant.description}")
+            strength.surviving.append(mutant)
     for op in sorted({op for op, _ in counts}):
         strength.by_operator[op] = [counts[(op, True)] + counts[(op, False)], counts[(op, True)]]
     for name, proc in trivial_candidates(seed, suite).items():
@@ -98,5 +108,30 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:
     return strength
 
 
-def call_texts(seed: Seed, suite: CallSuite, dialect: str) -> list[str]:
-    return [call_text(seed, args, dialect) for args in suite.args]
+def _diverging_index(a: Trace, b: Trace) -> int | None:
+    for i, (x, y) in enumerate(zip(a.calls, b.calls)):
+        if x.observed() != y.observed():
+            return i
+    return None
+
+
+def strengthen(
+    workspace: Workspace, shuffled: Workspace, seed: Seed, suite: CallSuite, survivors: list[Mutant]
+) -> CallSuite:
+    """The suite with a call appended for each surviving mutant that some wider argument tells apart.
+
+    The wider arguments run after the suite in one reference run and one run per survivor; the first
+    call where a survivor differs is appended (it may still survive there, since the state before that
+    call differs; `measure` says so afterwards)."""
+    pool = [a for a in wide_args(seed, workspace) if a not in suite.args]
+    if not pool or not survivors:
+        return suite
+    base = [r.call for r in suite.expected]
+    calls = base + [call_text(seed, a, "postgres") for a in pool]
+    reference = run_seed(workspace, seed, calls)
+    added = list(suite.args)
+    for mutant in survivors:
+        index = _diverging_index(reference, run_seed(workspace, seed, calls, mutant.procedure.render("postgres")))
+        if index is not None and index >= len(base) and pool[index - len(base)] not in added:
+            added.append(pool[index - len(base)])
+    return suite if len(added) == len(suite.args) else record_suite(seed, added, workspace, shuffled)

@@ -154,7 +154,12 @@ def build_suite(seed: Seed, workspace: Workspace, shuffled: Workspace) -> CallSu
         before = result.state
     if len(kept) < MIN_CALLS:
         raise SuiteRejected("suite_too_short", f"{len(kept)} of {len(candidates)} calls change state or output")
-    calls = [call_text(seed, a, "postgres") for a in kept]
+    return record_suite(seed, kept, workspace, shuffled)
+
+
+def record_suite(seed: Seed, args: list[tuple], workspace: Workspace, shuffled: Workspace) -> CallSuite:
+    """The reference's trace on these calls, once it is the same on two fresh runs and a shuffled copy."""
+    calls = [call_text(seed, a, "postgres") for a in args]
     first, second = run_seed(workspace, seed, calls), run_seed(workspace, seed, calls)
     third = run_seed(shuffled, seed, calls)
     for label, other in (("a second fresh run", second), ("a physically shuffled copy", third)):
@@ -162,4 +167,16 @@ def build_suite(seed: Seed, workspace: Workspace, shuffled: Workspace) -> CallSu
             raise SuiteRejected("nondeterministic", f"{label}: {why}")
     if all(r.error is not None for r in first.calls):
         raise SuiteRejected("suite_only_errors", "every call raises an error")
-    return CallSuite(tuple(kept), tuple(first.calls), first.initial)
+    return CallSuite(tuple(args), tuple(first.calls), first.initial)
+
+
+def wide_args(seed: Seed, workspace: Workspace, limit: int = 40) -> list[tuple]:
+    """More calls to try against surviving mutants: each parameter over its column's values."""
+    gold = tuple(p.gold_value for p in seed.procedure.params)
+    out = []
+    for i, param in enumerate(seed.procedure.params):
+        values = column_values(workspace, param)
+        step = max(1, len(values) // limit)
+        for value in values[::step]:
+            out.append(gold[:i] + (value,) + gold[i + 1 :])
+    return out

@@ -1,0 +1,61 @@
+"""The procedures subset for one database: validated seeds, then every scenario adapter on every seed.
+
+Counts reconcile per scenario and dialect: each (seed, scenario) either yields its task(s) or a rejection
+named by the adapter's check (`<scenario>_<check>`); seeds themselves reconcile in `seeds`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from plbench.normalize.emit import NormalizedDatabase
+from plbench.procedures.scenarios import ADAPTERS
+from plbench.procedures.seeds import SUBSET, DatabaseSeeds, ValidatedSeed, seeds_in, too_large, workspaces
+from plbench.procedures.tasks import AdapterContext, AdapterRejected, ScenarioTask
+from plbench.procedures.workspace import Workspace
+from plbench.records import Rejection
+
+
+@dataclass
+class DatabaseProcedures:
+    seeds: DatabaseSeeds
+    tasks: list[ScenarioTask] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)  # scenario-level
+
+
+def seed_tasks(ctx: AdapterContext, scenarios=None) -> tuple[list[ScenarioTask], list[Rejection]]:
+    """Every adapter's tasks for one seed, each through its adapter's acceptance check."""
+    tasks, rejections = [], []
+    for name, adapter in ADAPTERS.items():
+        if scenarios is not None and name not in scenarios:
+            continue
+        try:
+            made = adapter.build(ctx)
+            for task in made:
+                adapter.check(task, ctx)
+            tasks += made
+        except AdapterRejected as exc:
+            rejections.append(
+                Rejection(SUBSET, ctx.seed.seed_id, f"scenario_{name}", f"{name}_{exc.check}", exc.detail[:1000])
+            )
+    return tasks, rejections
+
+
+def database_procedures(
+    engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, equivalence: list, scenarios=None
+) -> DatabaseProcedures:
+    """Seeds and scenario tasks of one loaded database, in one workspace (and its shuffled twin)."""
+    large = too_large(pg_db, equivalence)
+    if large is not None:
+        return DatabaseProcedures(large)
+    with workspaces(engine, pg_db) as (workspace, shuffled):
+        out = DatabaseProcedures(seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence))
+        for validated in out.seeds.seeds:
+            tasks, rejections = seed_tasks(context(validated, pg_db, oracle_db, workspace), scenarios)
+            out.tasks += tasks
+            out.rejections += rejections
+    return out
+
+
+def context(validated: ValidatedSeed, pg_db, oracle_db, workspace: Workspace) -> AdapterContext:
+    return AdapterContext(validated, pg_db, oracle_db, workspace, validated.suite.to_json(validated.seed))

@@ -1,0 +1,91 @@
+"""B3 repair: the reference with a logic flip and a compile error, the error text and the observed behaviour.
+
+`error.txt` is what installing the buggy code on PostgreSQL printed; `observed_behaviour.md` is the
+first diverging call of the logic flip alone, graded like a candidate. Oracle tasks carry the logic flip
+only (no Oracle server compiles here), with the behaviour observed on the PostgreSQL twin.
+Check: the buggy code fails (does not install, or diverges) and the reference passes.
+"""
+
+from __future__ import annotations
+
+from plbench.procedures.grade import ProcedureTask, grade_in
+from plbench.procedures.mutants import boundary_shift, relational_flip, swap_if
+from plbench.procedures.tasks import (
+    AdapterContext,
+    AdapterRejected,
+    ScenarioTask,
+    make_task,
+    prompt,
+    runs_here,
+)
+
+SCENARIO = "b3"
+LOGIC_FLIPS = (relational_flip, swap_if, boundary_shift)
+# (text, replacement, what the slip is): the first that appears in the code is applied
+COMPILE_SLIPS = (
+    ("END IF;", "END;", "END IF; written as END;"),
+    ("INSERT INTO", "INSERT INOT", "INTO misspelt"),
+    ("UPDATE ", "UPDTE ", "UPDATE misspelt"),
+)
+
+
+def _flip(ctx: AdapterContext):
+    for operator in LOGIC_FLIPS:
+        for mutant in operator(ctx.seed.procedure, {}):
+            if ctx.fails(mutant.procedure.render("postgres")):
+                return mutant
+    return None
+
+
+def _slip(text: str) -> tuple[str, str]:
+    for old, new, what in COMPILE_SLIPS:
+        if old in text:
+            return text.replace(old, new, 1), what
+    raise AdapterRejected("no_compile_slip", "no keyword to misspell")
+
+
+def _observed(ctx: AdapterContext, text: str) -> str:
+    task = ProcedureTask(
+        ctx.seed.seed_id,
+        ctx.pg_db,
+        tuple(ctx.seed.setup["postgres"]),
+        ctx.seed.procedure.render("postgres"),
+        tuple(r.call for r in ctx.validated.suite.expected),
+        tuple(r.observed() for r in ctx.validated.suite.expected),
+        ctx.seed.writes,
+    )
+    result = grade_in(ctx.workspace, task, text)
+    verdicts = ", ".join(f"call {i}: {v}" for i, v in enumerate(result.call_verdicts, start=1))
+    return f"# Observed behaviour\n\nOn the test calls: {verdicts}.\nFirst difference: {result.detail}.\n"
+
+
+def build(ctx: AdapterContext) -> list[ScenarioTask]:
+    flip = _flip(ctx)
+    if flip is None:
+        raise AdapterRejected("no_logic_flip", "no logic flip that the call suite kills")
+    pg_flipped = flip.procedure.render("postgres")
+    observed = _observed(ctx, pg_flipped)
+    buggy, slip = _slip(pg_flipped)
+    installed = ctx.workspace.run(list(ctx.seed.setup["postgres"]), buggy, [], ctx.seed.writes)
+    if installed.install_error is None:
+        raise AdapterRejected("compile_slip_compiles", f"{slip} still installs")
+    compiled = {ctx.pg_db.dialect: {"buggy_procedure.sql": buggy, "error.txt": installed.install_error + "\n"}}
+    tasks = []
+    for d in ctx.seed.dialects:
+        materials = compiled.get(d, {"buggy_procedure.sql": flip.procedure.render(d)}) | {
+            "observed_behaviour.md": observed
+        }
+        text = prompt(ctx, d, "Repair the buggy procedure.", ctx.seed.requirement_lines, materials)
+        tasks.append(make_task(ctx, SCENARIO, d, text, materials, notes=(f"logic flip: {flip.description}",)))
+    return tasks
+
+
+def check(task: ScenarioTask, ctx: AdapterContext) -> None:
+    buggy = task.materials["buggy_procedure.sql"]
+    if buggy == task.reference_code:
+        raise AdapterRejected("buggy_code_passes", "the buggy code is the reference")
+    if runs_here(task):
+        if not ctx.fails(buggy):
+            raise AdapterRejected("buggy_code_passes", "the buggy code reproduces the call suite")
+        if ctx.fails(task.reference_code):
+            raise AdapterRejected("reference_fails", ctx.fails(task.reference_code))

@@ -1,0 +1,142 @@
+"""Scenario adapters on the fixture database: the materials each makes, and each acceptance check failing
+on a task that breaks it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from plbench.procedures.build import context, database_procedures
+from plbench.procedures.scenarios import ADAPTERS
+from plbench.procedures.tasks import AdapterRejected
+from plbench.procedures.workspace import Workspace
+from tests.procedure_fixtures import load_fixture
+
+
+@pytest.fixture(scope="module")
+def fixture(pg_engine, tmp_path_factory):
+    return load_fixture(pg_engine, tmp_path_factory.mktemp("procscen"))
+
+
+@pytest.fixture(scope="module")
+def built(pg_engine, fixture):
+    return database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
+
+
+@pytest.fixture
+def ctx_of(pg_engine, fixture, built):
+    seeds = {v.seed.seed_id: v for v in built.seeds.seeds}
+    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
+        workspace = Workspace(session, fixture.pg)
+        yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace)
+
+
+def _task(built, scenario, seed_id, dialect="postgres"):
+    return next(t for t in built.tasks if (t.scenario, t.seed_id, t.dialect) == (scenario, seed_id, dialect))
+
+
+def _rejected(scenario, task, ctx) -> str:
+    with pytest.raises(AdapterRejected) as err:
+        ADAPTERS[scenario].check(task, ctx)
+    return err.value.check
+
+
+REPORT = "procfix/train/1/result_table"
+CHECKED = "procfix/train/2/raise_missing"
+
+
+def test_every_seed_gets_a_task_per_scenario_and_dialect_or_a_named_rejection(built):
+    seeds = len(built.seeds.seeds)
+    counts = {}
+    for t in built.tasks:
+        counts[(t.scenario, t.dialect)] = counts.get((t.scenario, t.dialect), 0) + 1
+    rejected = {}
+    for r in built.rejections:
+        rejected[r.reason_code] = rejected.get(r.reason_code, 0) + 1
+    for scenario in ("a1", "b1", "b3", "b4"):
+        assert counts[(scenario, "postgres")] == counts[(scenario, "oracle")] == seeds
+    assert counts[("c2", "postgres")] == seeds and ("c2", "oracle") not in counts
+    assert counts[("c1", "postgres")] + rejected["c1_not_applicable"] == seeds
+    assert set(rejected) == {"c1_not_applicable"}
+    assert all(t.replay_status == ("passed" if t.dialect == "postgres" else "not_run") for t in built.tasks)
+
+
+def test_a1_has_no_attachment_and_names_everything(built, ctx_of):
+    task, ctx = _task(built, "a1", CHECKED), ctx_of(CHECKED)
+    assert task.materials == {}
+    assert "1. Parameters, in this order: `para_status` (the type of `orders.status`)." in task.prompt
+    assert "SQLSTATE 'PLB01'" in task.prompt
+    assert _rejected("a1", dataclasses.replace(task, materials={"x.md": "hint"}), ctx) == "has_attachment"
+    vague = dataclasses.replace(task, prompt=task.prompt.replace("PLB01", "an error"))
+    assert _rejected("a1", vague, ctx) == "not_fully_specified"
+
+
+def test_b1_reverts_one_rule_and_asks_for_it_back(built, ctx_of):
+    task, ctx = _task(built, "b1", REPORT), ctx_of(REPORT)
+    assert task.materials["change_request.md"] == (
+        "# Change request\n\nThe procedure applies one business rule wrongly. Where it currently requires that "
+        "`score` is less than `para_score`, the rule is that `score` is greater than `para_score`. Change only "
+        "that; every other behaviour stays as it is.\n"
+    )
+    assert "WHERE score < para_score;" in task.materials["current_procedure.sql"]
+    unchanged = dataclasses.replace(task, materials={**task.materials, "current_procedure.sql": task.reference_code})
+    assert _rejected("b1", unchanged, ctx) == "current_code_passes"
+
+
+def test_b3_ships_a_real_compile_error_and_the_observed_behaviour(built, ctx_of):
+    task, ctx = _task(built, "b3", REPORT), ctx_of(REPORT)
+    assert task.materials["error.txt"] == '42601: syntax error at or near "INOT"\n'
+    assert task.materials["observed_behaviour.md"] == (
+        "# Observed behaviour\n\nOn the test calls: call 1: fail, call 2: fail, call 3: fail, call 4: fail.\n"
+        "First difference: state differs after call 1: table customer_report, 1 row added, 2 rows removed.\n"
+    )
+    oracle = _task(built, "b3", REPORT, "oracle")
+    assert set(oracle.materials) == {"buggy_procedure.sql", "observed_behaviour.md"}
+    fixed = dataclasses.replace(task, materials={**task.materials, "buggy_procedure.sql": task.reference_code})
+    assert _rejected("b3", fixed, ctx) == "buggy_code_passes"
+
+
+def test_b4_leaves_a_todo_that_matters(built, ctx_of):
+    task, ctx = _task(built, "b4", REPORT), ctx_of(REPORT)
+    assert task.materials["incomplete_procedure.sql"].splitlines()[4:6] == [
+        "  DELETE FROM customer_report;",
+        "  -- TODO: insert the rows the requirement describes",
+    ]
+    assert "NULL; -- TODO: insert" in _task(built, "b4", REPORT, "oracle").materials["incomplete_procedure.sql"]
+    harmless = task.reference_code.replace("DELETE FROM customer_report;", "DELETE FROM customer_report; -- TODO")
+    moot = dataclasses.replace(task, materials={"incomplete_procedure.sql": harmless})
+    assert _rejected("b4", moot, ctx) == "region_does_not_matter"
+
+
+def test_c1_core_has_holes_and_the_same_effect(built, ctx_of):
+    task, ctx = _task(built, "c1", REPORT), ctx_of(REPORT)
+    assert task.materials["core.sql"] == "SELECT name FROM customer WHERE score > <arg1>;\n"
+    assert (
+        _task(built, "c1", REPORT, "oracle").materials["core.sql"]
+        == "SELECT NAME FROM CUSTOMER WHERE SCORE > <arg1>;\n"
+    )
+    filled = dataclasses.replace(task, materials={**task.materials, "core.sql": "SELECT name FROM customer;\n"})
+    assert _rejected("c1", filled, ctx) == "no_holes"
+    with pytest.raises(AdapterRejected) as err:
+        ADAPTERS["c1"].build(ctx_of("procfix/train/1/status_update"))
+    assert err.value.check == "not_applicable"
+
+
+def test_c1_effect_check_catches_a_reference_that_strays(built, ctx_of):
+    ctx = ctx_of(REPORT)
+    seed = ctx.seed
+    stray = seed.procedure.with_body(seed.procedure.body[:1])  # deletes, never inserts
+    strayed = dataclasses.replace(ctx.validated, seed=dataclasses.replace(seed, procedure=stray))
+    ctx = dataclasses.replace(ctx, validated=strayed)
+    assert _rejected("c1", _task(built, "c1", REPORT), ctx) == "core_effect_differs"
+
+
+def test_c2_gives_the_oracle_source_and_grades_on_postgres(built, ctx_of):
+    task, ctx = _task(built, "c2", CHECKED), ctx_of(CHECKED)
+    assert task.materials["source_oracle.sql"] == ctx.seed.procedure.render("oracle")
+    assert task.reference_code == ctx.seed.procedure.render("postgres")
+    broken = task.materials["source_oracle.sql"].replace("END IF;", "")
+    assert _rejected("c2", dataclasses.replace(task, materials={"source_oracle.sql": broken}), ctx) == (
+        "source_static_check"
+    )
