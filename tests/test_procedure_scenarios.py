@@ -54,11 +54,12 @@ def test_every_seed_gets_a_task_per_scenario_and_dialect_or_a_named_rejection(bu
     rejected = {}
     for r in built.rejections:
         rejected[r.reason_code] = rejected.get(r.reason_code, 0) + 1
-    for scenario in ("a1", "b1", "b3", "b4"):
-        assert counts[(scenario, "postgres")] == counts[(scenario, "oracle")] == seeds
+    for scenario in ("a1", "a2", "a3", "a4", "b1", "b3", "b4"):
+        assert counts[(scenario, "postgres")] == counts[(scenario, "oracle")] == seeds, scenario
     assert counts[("c2", "postgres")] == seeds and ("c2", "oracle") not in counts
-    assert counts[("c1", "postgres")] + rejected["c1_not_applicable"] == seeds
-    assert set(rejected) == {"c1_not_applicable"}
+    for scenario in ("a5", "c1"):
+        assert counts[(scenario, "postgres")] + rejected[f"{scenario}_not_applicable"] == seeds
+    assert set(rejected) == {"c1_not_applicable", "a5_not_applicable"}
     assert all(t.replay_status == ("passed" if t.dialect == "postgres" else "not_run") for t in built.tasks)
 
 
@@ -140,3 +141,85 @@ def test_c2_gives_the_oracle_source_and_grades_on_postgres(built, ctx_of):
     assert _rejected("c2", dataclasses.replace(task, materials={"source_oracle.sql": broken}), ctx) == (
         "source_static_check"
     )
+
+
+def test_a2_moves_one_fact_into_the_document(built, ctx_of):
+    task, ctx = _task(built, "a2", CHECKED), ctx_of(CHECKED)
+    assert task.materials["design_document.md"] == (
+        "# Design document\n\nError codes: a key that matches nothing raises SQLSTATE 'PLB01' in PostgreSQL and "
+        "RAISE_APPLICATION_ERROR(-20001, <message>) in Oracle.\n"
+    )
+    assert "PLB01" not in task.prompt and "(with the error code the design document gives)" in task.prompt
+    coded = dataclasses.replace(task, materials={"design_document.md": "Run DELETE FROM orders_report first."})
+    assert _rejected("a2", coded, ctx) == "document_has_code"
+    restated = dataclasses.replace(
+        task, prompt=task.prompt + "\n(PostgreSQL: SQLSTATE 'PLB01'; Oracle: RAISE_APPLICATION_ERROR(-20001, ...))"
+    )
+    assert _rejected("a2", restated, ctx) == "fact_still_in_requirement"
+
+
+def test_a2_fact_must_matter(built, ctx_of, monkeypatch):
+    from plbench.procedures.scenarios import a2
+
+    task, ctx = _task(built, "a2", CHECKED), ctx_of(CHECKED)
+    same = dataclasses.replace(a2.FACTS["raise_missing"], ignored=lambda proc, table: proc)
+    monkeypatch.setitem(a2.FACTS, "raise_missing", same)
+    assert _rejected("a2", task, ctx) == "fact_does_not_matter"
+
+
+def test_a3_examples_show_the_state_and_each_calls_diff(built, ctx_of):
+    task, ctx = _task(built, "a3", "procfix/train/1/status_update"), ctx_of("procfix/train/1/status_update")
+    shown = task.materials["examples.md"]
+    assert "### customer (5 rows)\nid | name | city | score | joined | review_status | review_count\n" in shown
+    assert "## Call 1: sp_flag_customer(para_score => 50)\n\nRaises: nothing\n\ncustomer: 2 row(s) changed: " in shown
+    assert "1 | review_status: unreviewed -> selected, review_count: 0 -> 1; 4 | review_status" in shown
+    assert "## Call 3" not in shown
+    leaky = dataclasses.replace(task, materials={"examples.md": shown + "UPDATE customer SET x = 1"})
+    assert _rejected("a3", leaky, ctx) == "examples_not_reproduced"
+    altered = dataclasses.replace(task, materials={"examples.md": shown.replace("0 -> 1", "0 -> 2")})
+    assert _rejected("a3", altered, ctx) == "examples_not_reproduced"
+
+
+def test_a3_leakage_check_rejects_code():
+    from plbench.procedures.scenarios.a3 import LEAKAGE
+
+    assert LEAKAGE.search("then INSERT INTO t VALUES (1)") and LEAKAGE.search("IF x THEN ... END IF")
+    assert not LEAKAGE.search("customer: 2 row(s) changed: 1 | review_status: unreviewed -> selected")
+
+
+def test_a4_template_has_slots_and_no_target_names(built, ctx_of):
+    task, ctx = _task(built, "a4", "procfix/train/1/status_update"), ctx_of("procfix/train/1/status_update")
+    assert task.materials["template.sql"].splitlines()[0] == "CREATE PROCEDURE {SLOT_1}{SLOT_2}"
+    assert (
+        "  UPDATE {SLOT_3} SET review_status = 'selected', review_count = review_count + 1 WHERE {SLOT_4};"
+        in (task.materials["template.sql"])
+    )
+    assert task.materials["slots.md"].splitlines()[2:] == [
+        "- `{SLOT_1}`: the procedure name `sp_flag_customer`",
+        "- `{SLOT_2}`: the parameters `para_score` of the type of `customer.score`",
+        "- `{SLOT_3}`: the table `customer`",
+        "- `{SLOT_4}`: the condition that `score` is greater than `para_score`",
+    ]
+    unbound = dataclasses.replace(task, materials={**task.materials, "slots.md": "- `{SLOT_1}`: a name\n"})
+    assert _rejected("a4", unbound, ctx) == "slots_do_not_match"
+    specific = task.materials["template.sql"].replace("{SLOT_3}", "customer")
+    named = dataclasses.replace(task, materials={**task.materials, "template.sql": specific + "{SLOT_3}"})
+    assert _rejected("a4", named, ctx) == "target_specific_body"
+
+
+def test_a5_components_are_installed_and_hold_no_coordination(built, ctx_of):
+    task, ctx = _task(built, "a5", CHECKED), ctx_of(CHECKED)
+    text = task.materials["components.sql"]
+    assert "CREATE PROCEDURE sp_checked_report_orders_part1()\n" in text
+    assert "CREATE PROCEDURE sp_checked_report_orders_part2(para_status text)\n" in text
+    assert (
+        "CREATE OR REPLACE PROCEDURE sp_checked_report_orders_part1\nIS\n"
+        in (_task(built, "a5", CHECKED, "oracle").materials["components.sql"])
+    )
+    assert task.setup_sql[-2:] == tuple(text.strip().split("\n\n"))
+    guarded = dataclasses.replace(task, materials={"components.sql": text + "IF v_matches = 0 THEN NULL; END IF;"})
+    assert _rejected("a5", guarded, ctx) == "coordination_present"
+    broken = dataclasses.replace(
+        task, setup_sql=task.setup_sql[:-1] + ("CREATE PROCEDURE sp_checked_report_orders_part2(",)
+    )
+    assert _rejected("a5", broken, ctx) == "components_not_callable"

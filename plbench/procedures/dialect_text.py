@@ -15,7 +15,8 @@ from dataclasses import dataclass
 class ProcedureText:
     sqlglot: str  # sqlglot dialect for the embedded SQL statements
     counter_type: str  # a local integer variable
-    create: str  # {name} {params} {declarations} {body}
+    create: str  # {name} {param_list} {declarations} {body}
+    empty_params: str  # the parameter list of a procedure without parameters
     param: str  # {name} {type} {table} {column}
     declaration: str  # {name} {type}
     call: str  # {name} {args}
@@ -41,6 +42,8 @@ class DefinedError:
 
 ERROR_CODES = {
     "no_match": {"postgres": DefinedError("PLB01", "PLB01"), "oracle": DefinedError("-20001", "ORA-20001")},
+    # what an implementation that ignores the defined code raises (A2's check builds one)
+    "generic": {"postgres": DefinedError("P0001", "P0001"), "oracle": DefinedError("-20000", "ORA-20000")},
 }
 
 _PG_DOLLAR = "$plb$"
@@ -50,9 +53,12 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         sqlglot="postgres",
         counter_type="bigint",
         create=(
-            "CREATE PROCEDURE {name}({params})\nLANGUAGE plpgsql\nAS " + _PG_DOLLAR + "\n{declarations}BEGIN\n{body}\n"
+            "CREATE PROCEDURE {name}{param_list}\nLANGUAGE plpgsql\nAS "
+            + _PG_DOLLAR
+            + "\n{declarations}BEGIN\n{body}\n"
             "END;\n" + _PG_DOLLAR + ";"
         ),
+        empty_params="()",
         param="{name} {type}",
         declaration="DECLARE\n  {name} {type};\n",
         call="CALL {name}({args})",
@@ -70,7 +76,8 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
     "oracle": ProcedureText(
         sqlglot="oracle",
         counter_type="NUMBER",
-        create="CREATE OR REPLACE PROCEDURE {name}({params})\nIS\n{declarations}BEGIN\n{body}\nEND {name};",
+        create="CREATE OR REPLACE PROCEDURE {name}{param_list}\nIS\n{declarations}BEGIN\n{body}\nEND {name};",
+        empty_params="",  # Oracle refuses empty parentheses
         param="{name} IN {table}.{column}%TYPE",
         declaration="  {name} {type};\n",
         call="BEGIN {name}({args}); END;",

@@ -39,7 +39,7 @@ class Grade:
     category: str | None = None
 
 
-def _key_columns(db: NormalizedDatabase, table: str) -> list[str]:
+def key_columns(db: NormalizedDatabase, table: str) -> list[str]:
     try:
         t = db.table(table.strip('"'))
     except KeyError:
@@ -49,7 +49,7 @@ def _key_columns(db: NormalizedDatabase, table: str) -> list[str]:
 
 
 def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
-    keys = _key_columns(workspace.db, table)
+    keys = key_columns(workspace.db, table)
     key = f"ROW({', '.join('r.' + k for k in keys)})::text" if keys else "r::text"
     result = workspace.query(f"SELECT {key}, r::text FROM {workspace.schema}.{table} AS r")
     return [tuple(r) for r in result.rows] if result.ok else []

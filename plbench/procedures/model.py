@@ -120,7 +120,10 @@ class Procedure:
         )
         declarations = text.declaration.format(name=self.counter, type=text.counter_type) if self.counter else ""
         return text.create.format(
-            name=self.name, params=params, declarations=declarations, body=_indent(render_body(self.body, dialect))
+            name=self.name,
+            param_list=f"({params})" if params else text.empty_params,
+            declarations=declarations,
+            body=_indent(render_body(self.body, dialect)),
         )
 
     def dialects(self) -> tuple[str, ...]:

@@ -105,10 +105,12 @@ class Workspace:
         calls: list[str],
         extra_tables: tuple[str, ...] = (),
         inspect: Callable[[int, CallResult], bool] | None = None,
+        start: Callable[[], None] | None = None,
     ) -> Trace:
         """Run the procedure's calls from the initial state (the copy plus `setup`), then restore it.
 
         `inspect(index, result)` sees each call's result while its state is still live; False stops the run.
+        `start()` sees the initial state, before the first call.
         """
         tables = self.tables + [t for t in extra_tables if t not in self.tables]
         trace = Trace()
@@ -120,6 +122,8 @@ class Workspace:
                     trace.install_error = f"{_code(done)}: {done.error.message if done.error else 'timeout'}"
                     return trace
             trace.initial = self.read_state(tables)
+            if start is not None:
+                start()
             for index, call in enumerate(calls):
                 done = self.session.execute(call)
                 message = done.error.message if done.error else ""
