@@ -29,7 +29,7 @@ def ctx_of(pg_engine, fixture, built):
     seeds = {v.seed.seed_id: v for v in built.seeds.seeds}
     with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
         workspace = Workspace(session, fixture.pg)
-        yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace)
+        yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))
 
 
 def _task(built, scenario, seed_id, dialect="postgres"):

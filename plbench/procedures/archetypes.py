@@ -86,11 +86,11 @@ def _without_order(lifted: Lifted, dialect: str) -> exp.Expression:
 
 def _replace_rows(lifted: Lifted, table: str, columns: list[str]) -> tuple[Sql, Sql]:
     delete, insert = {}, {}
-    for dialect in lifted.trees:
-        delete[dialect] = _parse(f"DELETE FROM {table}", dialect)
-        insert[dialect] = exp.Insert(
+    for d in lifted.trees:
+        delete[d] = _parse(f"DELETE FROM {table}", d)
+        insert[d] = exp.Insert(
             this=exp.Schema(this=exp.to_table(table), expressions=[exp.to_identifier(c) for c in columns]),
-            expression=_without_order(lifted, dialect),
+            expression=_without_order(lifted, d),
         )
     return Sql("delete", delete), Sql("insert", insert)
 

@@ -51,11 +51,13 @@ def database_procedures(
     with workspaces(engine, pg_db) as (workspace, shuffled):
         out = DatabaseProcedures(seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence))
         for validated in out.seeds.seeds:
-            tasks, rejections = seed_tasks(context(validated, pg_db, oracle_db, workspace), scenarios)
+            ctx = context(validated, pg_db, oracle_db, workspace, frozenset({engine.dialect}))
+            tasks, rejections = seed_tasks(ctx, scenarios)
             out.tasks += tasks
             out.rejections += rejections
     return out
 
 
-def context(validated: ValidatedSeed, pg_db, oracle_db, workspace: Workspace) -> AdapterContext:
-    return AdapterContext(validated, pg_db, oracle_db, workspace, validated.suite.to_json(validated.seed))
+def context(validated: ValidatedSeed, pg_db, oracle_db, workspace: Workspace, executed: frozenset) -> AdapterContext:
+    """What the adapters see; `executed`: the dialects whose engine runs in this build."""
+    return AdapterContext(validated, pg_db, oracle_db, workspace, validated.suite.to_json(validated.seed), executed)

@@ -60,6 +60,11 @@ class AdapterContext:
     oracle_db: NormalizedDatabase | None
     workspace: Workspace
     suite_json: dict = field(default_factory=dict)
+    executed: frozenset[str] = frozenset()  # the dialects with an engine in this build (their code runs)
+
+    def runs(self, target: str) -> bool:
+        """Whether code in the `target` dialect runs in this build."""
+        return target in self.executed
 
     @property
     def seed(self):
@@ -114,7 +119,7 @@ def make_task(
     problems = check_block_structure(reference)
     if problems:
         raise AdapterRejected("static_check", "; ".join(problems))
-    ran = dialect == "postgres"
+    ran = ctx.runs(dialect)
     return ScenarioTask(
         task_id=f"{SUBSET}/{scenario}/{seed.seed_id}",
         scenario=scenario,
