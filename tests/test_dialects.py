@@ -4,14 +4,15 @@ Everything Oracle-side that can be checked without a server is checked here, alw
 """
 
 import datetime as dt
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 import sqlglot
 
-from plbench.dialects import DIALECTS, TypeEnv
+from plbench.dialects import DIALECTS, TypeEnv, of_dialect
 from plbench.dialects.base import UnrepresentableValue
-from plbench.dialects.static_checks import check_block_structure, check_type_ddl
+from plbench.dialects.static_checks import check_block_structure, check_database_ddl, check_type_ddl
 from plbench.mbpp.artifacts import TaskEmitter
 from plbench.types import BOOL, FLOAT, INT, STR, PyType
 from tests.helpers import typed_task
@@ -356,3 +357,39 @@ def test_the_data_scripts(tmp_path):
     assert ORACLE.data_script(table) == (
         "INSERT ALL\n  INTO t (a, b) VALUES (1, 'x\ty')\n  INTO t (a, b) VALUES (NULL, 'it''s')\nSELECT 1 FROM DUAL;\n"
     )
+
+
+def test_flags_and_the_print_rows_scaffold():
+    assert (POSTGRES.checked_statically, ORACLE.checked_statically) == (False, True)
+    assert (POSTGRES.value_round_trip, ORACLE.value_round_trip) == (True, False)
+    assert POSTGRES.print_rows_scaffold("<row>") == "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <row>;\nEND\n$$;"
+    assert ORACLE.print_rows_scaffold("<row>") == "BEGIN\n  -- DBMS_OUTPUT.PUT_LINE(<row>);\n  NULL;\nEND;\n/"
+
+
+def test_of_dialect_selects_the_items_of_one_dialect():
+    items = [SimpleNamespace(dialect=d, n=i) for i, d in enumerate(["oracle", None, "postgres", "oracle"])]
+    assert [x.n for x in of_dialect(items, "oracle")] == [0, 3]
+    assert [x.n for x in of_dialect(items, None)] == [1]
+
+
+def test_database_ddl_checks_without_a_server():
+    from plbench.normalize.emit import normalize
+    from plbench.normalize.schema import Column, ForeignKey, SourceDatabase, Table
+
+    table = Table(
+        "t",
+        (Column("id", "INTEGER", "integer", "integer"), Column("p", "INTEGER", "integer", "integer")),
+        ("id",),
+        (ForeignKey(("p",), "t", ("id",)),),
+    )
+    db = SourceDatabase("spider1", "d", "sqlite", "", [table], rows={"t": [(1, 1)]})
+    for dialect in (POSTGRES, ORACLE):
+        assert check_database_ddl(dialect, normalize(db, dialect.name)) == []
+    long = normalize(db, "oracle")
+    long.tables[0].columns[0] = replace(
+        long.tables[0].columns[0], target=replace(long.tables[0].target, name="X" * 129)
+    )
+    long.create_statements.append("CREATE TABLE (")
+    problems = check_database_ddl(ORACLE, long)
+    assert problems[0].startswith("does not parse as Oracle: CREATE TABLE (")
+    assert problems[1:] == [f"identifier over 128 bytes: {'X' * 129}"]

@@ -144,6 +144,11 @@ class Dialect:
         """The rows of a `NormalizedTable` as a script that loads them."""
         raise NotImplementedError
 
+    # No server is assumed for this dialect: its DDL and code are checked statically on every build
+    # (plbench.dialects.static_checks), whether or not an engine runs them too.
+    checked_statically: bool = False
+    value_round_trip: bool = False  # plbench.validation.roundtrip reads this dialect's values back
+
     # ---- Spider SQL: the target side of the gold transpiler (plbench.spider.gold) ----
     row_id: str  # the pseudo-column of a row's physical place (rows are loaded in SQLite rowid order)
     text_type: str  # the type a CAST to text names
@@ -175,6 +180,10 @@ class Dialect:
 
     def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
         """An anonymous block looping over the query's rows (record `r`), printing `line` for each."""
+        raise NotImplementedError
+
+    def print_rows_scaffold(self, hint: str) -> str:
+        """The empty block a Spider task's solution fills in, `hint` naming what it prints."""
         raise NotImplementedError
 
 

@@ -322,6 +322,7 @@ class OracleDialect(Dialect):
     plain_identifier = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*$")
     unchecked_foreign_key = " ENABLE NOVALIDATE"
     empty_string_is_null = True
+    checked_statically = True
 
     def fold(self, name: str) -> str:
         return name.upper()
@@ -391,6 +392,9 @@ class OracleDialect(Dialect):
 
     def print_rows_block(self, query: str, columns: list[str], line: str) -> str:
         return f"BEGIN\n  FOR r IN (\n{query}\n  ) LOOP\n    {self.emit_line(line)}\n  END LOOP;\nEND;\n/"
+
+    def print_rows_scaffold(self, hint: str) -> str:
+        return f"BEGIN\n  -- {self.emit_line(hint)}\n  NULL;\nEND;\n/"
 
     # ---- grading (plbench.grading) ---------------------------------------------------------
     def script_statements(self, script: str) -> list[str]:

@@ -323,6 +323,7 @@ class PostgresDialect(Dialect):
     }
     plain_identifier = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
     unchecked_foreign_key = " NOT VALID"
+    value_round_trip = True
 
     def fold(self, name: str) -> str:
         return name.lower()
@@ -372,6 +373,9 @@ class PostgresDialect(Dialect):
             f"  FOR r IN SELECT * FROM (\n{query.rstrip().rstrip(';')}\n  ) AS plb_q({', '.join(columns)}) LOOP\n"
             f"    {self.emit_line(line)}\n  END LOOP;\nEND\n$plbench$;"
         )
+
+    def print_rows_scaffold(self, hint: str) -> str:
+        return f"DO $$\nBEGIN\n  -- {self.emit_line(hint)}\nEND\n$$;"
 
     # ---- grading (plbench.grading) ---------------------------------------------------------
     def script_statements(self, script: str) -> list[str]:

@@ -136,3 +136,26 @@ def _block_problems(tokens: list[tuple[str, int, int]], code: str) -> list[str]:
             ]
         stack.pop()
     return [f"unclosed {stack}"] if stack else []
+
+
+def check_database_ddl(dialect: Dialect, db) -> list[str]:
+    """Server-free checks of a `NormalizedDatabase`'s DDL: every statement parses in sqlglot's
+    dialect as a real statement, and table and column names fit the identifier limit."""
+    problems = []
+    limit = dialect.max_identifier_bytes
+    for statement in db.create_statements + db.constraint_statements:
+        # sqlglot reads an unchecked foreign key (`... ENABLE NOVALIDATE`) only as an opaque Command:
+        # the rest is checked as a real ALTER.
+        text = statement.removesuffix(f"{dialect.unchecked_foreign_key};")
+        try:
+            parsed = sqlglot.parse_one(text, read=dialect.sqlglot_name)
+        except sqlglot.errors.ParseError as exc:
+            problems.append(f"does not parse as {dialect.display_name}: {statement[:80]}: {str(exc)[:200]}")
+            continue
+        if isinstance(parsed, exp.Command):
+            problems.append(
+                f"parses only as an opaque command in sqlglot's {dialect.display_name} dialect: {statement[:80]}"
+            )
+    names = [t.target.name for t in db.tables] + [c.target.name for t in db.tables for c in t.columns]
+    problems += [f"identifier over {limit} bytes: {n}" for n in names if len(n.encode()) > limit]
+    return problems

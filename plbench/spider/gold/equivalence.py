@@ -25,7 +25,7 @@ class EquivalenceResult:
     query: GoldQuery
     cls: str  # one of CLASSES
     texts: dict[str, str] = field(default_factory=dict)  # dialect -> the transpiled gold (none where it failed)
-    oracle_error: str = ""  # why no Oracle text could be made ("" when there is one)
+    untranslated: dict[str, str] = field(default_factory=dict)  # dialect -> why no text could be made
     sqlstate: str = ""  # runtime_error: PostgreSQL's SQLSTATE
     detail: str = ""  # the error message, or the diff of a result mismatch
     source_rows: int | None = None
@@ -38,6 +38,10 @@ class EquivalenceResult:
     @property
     def oracle_sql(self) -> str:
         return self.texts.get("oracle", "")
+
+    @property
+    def oracle_error(self) -> str:
+        return self.untranslated.get("oracle", "")
 
     def as_row(self) -> dict:
         """A flat record for the failure table (and for the release's reports)."""
@@ -79,10 +83,11 @@ def _both_texts(
     try:
         result.texts["oracle"] = transpile(query.sql, oracle, "oracle", plan)
     except TranspileError as exc:
-        result.oracle_error = exc.reason
+        result.untranslated["oracle"] = exc.reason
     try:
         result.texts["postgres"] = transpile(query.sql, normalized, "postgres", plan)
     except TranspileError as exc:
+        result.untranslated["postgres"] = exc.reason
         result.cls, result.detail = "transpile_error", exc.reason
         return False
     return True
@@ -109,7 +114,7 @@ def check_query(
         return result
     text = result.texts.get(target)
     if not text:
-        result.cls, result.detail = "transpile_error", result.oracle_error
+        result.cls, result.detail = "transpile_error", result.untranslated.get(target, "")
         return result
     got = session.query(text)
     if not got.ok:
