@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,15 @@ _JOIN_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    cpu_seconds: int = 10  # RLIMIT_CPU for the whole child
+    """What decides a case's fate counts CPU time or events, never wall time (a busy machine
+    must not change a release); the wall clock only stops a child that sleeps or blocks."""
+
+    cpu_seconds: int = 10  # RLIMIT_CPU for the whole child: past it the task times out
     memory_bytes: int = 1 << 30  # RLIMIT_AS
     wall_seconds: float = 30.0  # whole child, killed (process group) after this
-    case_seconds: float = 5.0  # per case, via signal.setitimer in the child
+    case_seconds: float = 5.0  # CPU seconds per case (ITIMER_PROF in the child)
     max_output_bytes: int = 1 << 20  # a larger encoded result is reported as unsupported_output
-    task_seconds: float | None = None  # after this much time, the remaining cases time out unrun
+    max_case_timeouts: int | None = None  # after this many timed-out cases, the rest time out unrun
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class CaseOutcome:
     status: str  # "ok" | "error" | "timeout" | "unsupported_output"
     value: Any = None  # the decoded Python return value when status == "ok"
     detail: str = ""  # exception type and message, or why
+    # What the case cost, for measurement only: no outcome depends on them.
+    cpu_seconds: float = field(default=0.0, compare=False)
+    wall_seconds: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,9 @@ class _Transcript:
         message = json.loads(line)
         kind = message["kind"]
         if kind == "case":
-            self.cases.append(CaseOutcome(message["status"], values.decode(message["value"]), message["detail"]))
+            value = values.decode(message["value"])
+            costs = message["cpu_seconds"], message["wall_seconds"]
+            self.cases.append(CaseOutcome(message["status"], value, message["detail"], *costs))
             if message["mutated"]:
                 self.mutated.append(message["index"])
         elif kind == "compile_error":
@@ -111,7 +119,7 @@ def _payload(code: str, entry_point: str, cases: list[tuple], limits: SandboxLim
             "memory_bytes": limits.memory_bytes,
             "case_seconds": limits.case_seconds,
             "max_output_bytes": limits.max_output_bytes,
-            "task_seconds": limits.task_seconds,
+            "max_case_timeouts": limits.max_case_timeouts,
         },
     }
     return json.dumps(body, allow_nan=False).encode()
