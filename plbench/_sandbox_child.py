@@ -209,12 +209,19 @@ def _call(fn, args, alarm: _Alarm) -> tuple[str, Any, str]:
     return status, result, detail
 
 
+def _with_costs(line: bytes, cpu_seconds: float, wall_seconds: float) -> bytes:
+    """Append the cost figures to a protocol line (a JSON object) after every decision on it:
+    they differ run to run, so they must not reach a size check or a detail."""
+    return line[:-2] + f', "cpu_seconds": {cpu_seconds:.6f}, "wall_seconds": {wall_seconds:.6f}}}\n'.encode()
+
+
 def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: int) -> tuple[str, bytes]:
     """(status, protocol line) of one case."""
     args = values.decode(encoded_args)  # a fresh copy for every case
     before = copy.deepcopy(args)
     cpu, wall = time.process_time(), time.perf_counter()
     status, result, detail = _call(fn, args, alarm)
+    costs = time.process_time() - cpu, time.perf_counter() - wall  # for measurement only
     message = {
         "kind": "case",
         "index": index,
@@ -222,9 +229,6 @@ def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: i
         "value": None,
         "detail": detail,
         "mutated": _mutated(values, before, args),
-        # For measurement only (bench/reproducible_mbpp_plus.py); nothing is decided on them.
-        "cpu_seconds": round(time.process_time() - cpu, 6),
-        "wall_seconds": round(time.perf_counter() - wall, 6),
     }
     if status == "ok":
         try:
@@ -235,15 +239,15 @@ def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: i
             message.update(status="unsupported_output", detail=_truncate(f"{type(result).__name__}: {exc}"))
         else:
             if len(line) <= max_bytes:
-                return status, line
+                return status, _with_costs(line, *costs)
             message.update(status="unsupported_output", detail=f"result of {len(line)} bytes exceeds {max_bytes}")
-    return message["status"], _line(message)
+    return message["status"], _with_costs(_line(message), *costs)
 
 
 def _not_run(index: int, timeouts: int) -> bytes:
     detail = f"not run: {timeouts} earlier cases exceeded their CPU budget"
     message = {"kind": "case", "index": index, "status": "timeout", "value": None, "detail": detail}
-    return _line({**message, "mutated": False, "cpu_seconds": 0.0, "wall_seconds": 0.0})
+    return _with_costs(_line({**message, "mutated": False}), 0.0, 0.0)
 
 
 def _run_cases(protocol: Protocol, values, fn, cases: list, limits: dict) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +36,12 @@ _CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
 # PYTHON* variables are honoured: the environment is built from scratch below, and
 # PYTHONHASHSEED=0 keeps set/dict-of-str iteration order, hence expected outputs, reproducible.
 _CHILD_FLAGS = ("-S", "-P", "-B")
+# Without address randomization, what hashes by address (None, NaN, plain objects) hashes the
+# same in every run, so a reference's set of tuples holding None iterates in the same order
+# and a repr with an address reads the same: reproducible outputs and details. Skipped when
+# util-linux's setarch is missing (then those few outputs may vary between runs).
+_SETARCH = shutil.which("setarch")
+_FIXED_LAYOUT = (_SETARCH, platform.machine(), "--addr-no-randomize") if _SETARCH else ()
 _STDERR_TAIL = 2000
 _JOIN_SECONDS = 5.0
 
@@ -163,7 +171,7 @@ def _kill_group(pid: int) -> None:
 def _run_child(payload: bytes, limits: SandboxLimits, workdir: str) -> tuple[_Transcript, int | None, list[str]]:
     """Run the child to completion or to the wall deadline; returncode None means it was killed."""
     proc = subprocess.Popen(
-        [sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT)],
+        [*_FIXED_LAYOUT, sys.executable, *_CHILD_FLAGS, str(_CHILD_SCRIPT)],
         cwd=workdir,
         env=_child_env(workdir),
         stdin=subprocess.PIPE,

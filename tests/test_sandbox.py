@@ -338,6 +338,16 @@ def test_string_hashing_is_deterministic_across_runs():
     assert sorted(first) == sorted(words)
 
 
+def test_address_based_hashes_and_reprs_are_the_same_in_every_run():
+    code = "class Box:\n    pass\ndef f():\n    return hash(None), list({(1, None), None, 'a'}), repr(Box())\n"
+    first, second = (run(code, [()]).cases[0].value for _ in range(2))
+    assert first == second
+    # The size of a too-large result is reported without the run's varying cost figures.
+    limits = SandboxLimits(max_output_bytes=1000)
+    details = {run("def f():\n    return 'x' * 5000\n", [()], limits=limits).cases[0].detail for _ in range(3)}
+    assert details == {"result of 5090 bytes exceeds 1000"}
+
+
 def test_mutated_inputs_are_reported_and_each_case_gets_a_fresh_copy():
     code = "def f(xs):\n    xs.append(1)\n    return len(xs)\n"
     shared = [7, 8]
