@@ -167,8 +167,26 @@ def report(result) -> int:
     return 0
 
 
+def _exclusive(config: BuildConfig, run) -> int:
+    """Run a build command alone in this checkout, refusing an existing --version up front."""
+    from plbench.buildlock import BuildRunning, build_lock
+
+    if config.version and (config.out_dir / config.version).exists():
+        print(
+            f"plbench: release {config.out_dir / config.version} already exists: pass a new --version", file=sys.stderr
+        )
+        return 2
+    try:
+        with build_lock(config.cache_dir):
+            return run()
+    except BuildRunning as exc:
+        print(f"plbench: {exc}", file=sys.stderr)
+        return 2
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    return report(execute(_config(args), tags={"plbench/command": "build"}))
+    config = _config(args)
+    return _exclusive(config, lambda: report(execute(config, tags={"plbench/command": "build"})))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -193,7 +211,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     tags = {"plbench/command": "validate", "plbench/stage": args.stage, "plbench/dialect": args.dialect or "all"}
     if args.database:
         tags["plbench/database"] = args.database
-    return report(execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags))
+    return _exclusive(
+        config,
+        lambda: report(execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags)),
+    )
 
 
 def _runnable(targets: dict) -> dict:
