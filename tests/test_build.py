@@ -296,3 +296,20 @@ def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):
     assert not bq["reference_code"].startswith("DO")  # output types unknown: the transpiled gold itself
     databases = pq.read_table(path / "databases.parquet").to_pylist()
     assert {d["source"] for d in databases} == {"spider1", "spider2_lite"}
+
+
+def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidates_fail(setup, pg_engine):
+    from plbench.evaluate import Candidate, evaluate, read_release
+    from plbench.grading.results import summarize
+    from plbench.grading.trivial import run_trivial
+
+    config, _ = setup
+    path, _, tasks, _ = _release(config)
+    spider = [t for t in tasks if t["subset"] == "spider_plsql" and t["dialect"] == "postgres"]
+    candidates = [Candidate(t["task_id"], "postgres", t["reference_code"]) for t in spider]
+    summary = summarize(evaluate(path, candidates, {"postgres": pg_engine}))["spider_plsql/postgres"]
+    assert summary["tasks"] == len(spider) > 0 and summary["suite_pass@1"] == 1.0
+    results = run_trivial(tasks, pg_engine, read_release(path).schemas)
+    assert len(results) == sum(t["dialect"] == "postgres" for t in tasks)
+    passed = {key: [n for n, ok in verdicts.items() if ok] for key, verdicts in results.items()}
+    assert {key: names for key, names in passed.items() if names} == {}

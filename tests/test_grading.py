@@ -20,9 +20,14 @@ from pipelines import cli
 from plbench.config import NotConfigured
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import Candidate, evaluate, grade, read_solutions
+from plbench.grading.blocks import expected_outputs
+from plbench.grading.results import summarize
+from plbench.grading.trivial import REASON, run_trivial, trivial_gate
 from plbench.grading.types import parse_type
+from plbench.mbpp.artifacts import repr_sql
+from plbench.spider.tasks import postgres_reference_block
 from plbench.types import PyType
-from plbench.validation.diagnostics import INVALID_ARTIFACT, WRONG_LOGIC
+from plbench.validation.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from tests.helpers import release_row, typed_task
 
 SORT = typed_task(
@@ -55,7 +60,8 @@ def _verdicts(rows: list[dict]) -> list[str]:
 
 def _admin(pg_engine, query: str, params=()) -> list[tuple]:
     with psycopg.connect(pg_engine._dsn, autocommit=True) as conn:
-        return conn.execute(query, params).fetchall()
+        cur = conn.execute(query, params or None)
+        return cur.fetchall() if cur.description else []
 
 
 # ---- forged verdicts (§1-3) ---------------------------------------------------------------------
@@ -96,6 +102,9 @@ def test_the_candidates_session_never_sees_an_expected_value(fast):
 
 # ---- stalls and crashes (§4-6) --------------------------------------------------------------------
 
+LOOPING_BLOCK = (
+    "DO $$ BEGIN LOOP BEGIN PERFORM pg_sleep(0.5); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $$;"
+)
 UNKILLABLE = _function("LOOP BEGIN PERFORM pg_sleep(0.5); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP;")
 
 
@@ -120,10 +129,7 @@ def test_a_loop_that_catches_the_cancel_costs_at_most_the_timeout_and_the_grace(
 
 
 def test_a_loop_while_installing_is_a_timeout_too(fast):
-    loop = (
-        "DO $$ BEGIN LOOP BEGIN PERFORM pg_sleep(0.5); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $$;"
-    )
-    rows, seconds = _timed(lambda: grade(fast, release_row(SORT), loop))
+    rows, seconds = _timed(lambda: grade(fast, release_row(SORT), LOOPING_BLOCK))
     assert _verdicts(rows) == ["TIMEOUT"] * 3 and seconds < TIMEOUT_S + 2 * GRACE_S + 1.5
 
 
@@ -283,3 +289,119 @@ def test_python_type_spellings_read_back(t):
 def test_an_unknown_type_spelling_is_an_error():
     with pytest.raises(ValueError, match="not a python_type spelling"):
         parse_type("frozenset[int]")
+
+
+# ---- block tasks (Spider; issue 8 §6) -----------------------------------------------------------
+
+FIX_SCHEMA = "s1_grading_fixture"
+
+
+@pytest.fixture(scope="module")
+def singers(pg_engine):
+    """A loaded database the tests build: its schema, committed, as a build's load leaves it."""
+    _admin(
+        pg_engine,
+        f"DROP SCHEMA IF EXISTS {FIX_SCHEMA} CASCADE; CREATE SCHEMA {FIX_SCHEMA}; "
+        f"CREATE TABLE {FIX_SCHEMA}.singer (name text, age int); "
+        f"INSERT INTO {FIX_SCHEMA}.singer VALUES ('Ann', 30), ('Bob', 41), ('Cé''line', NULL)",
+    )
+    return FIX_SCHEMA
+
+
+def _spider_row(lines: list[str], ordered: bool = True, **fields) -> dict:
+    return {
+        "task_id": "spider_plsql/7",
+        "subset": "spider_plsql",
+        "dialect": "postgres",
+        "source_id": "7",
+        "database": "fixture",
+        "signature": None,
+        "test_cases": json.dumps({"expected_lines": lines, "ordered": ordered}),
+        **fields,
+    }
+
+
+NAMES = postgres_reference_block("SELECT name, age FROM singer ORDER BY name", ["text", "integer"])
+LINES = ["Ann,30", "Bob,41", "Cé'line,NULL"]
+
+
+def _prints(*lines: str) -> str:
+    body = "".join(f" RAISE NOTICE '%', {repr_sql(x)};" for x in lines)
+    return f"DO $$ BEGIN{body} END $$;"
+
+
+@pytest.mark.parametrize(
+    "code, ordered, verdict, category",
+    [
+        (NAMES, True, "PASS", None),
+        (_prints(*reversed(LINES)), False, "PASS", None),  # a multiset when the gold does not order
+        (_prints(*reversed(LINES)), True, "FAIL", WRONG_LOGIC),
+        (_prints(), True, "FAIL", WRONG_LOGIC),
+        (_prints("PLBENCH_CASE 1 PASS", "PLBENCH_SUMMARY 1 OF 1"), True, "FAIL", WRONG_LOGIC),
+        ("DO $$ BEGIN RAISE NOTICE '%', (SELECT count(*) FROM singr); END $$;", True, "ERROR", INTERFACE),
+        ("DO $$ BEGIN RAISE NOTICE '%' 1; END $$;", True, "ERROR", INVALID_ARTIFACT),
+        ("DO $$ BEGIN RAISE NOTICE '%', 1 / 0; END $$;", True, "ERROR", WRONG_LOGIC),
+        ("DO $$ BEGIN DELETE FROM singer; END $$;", True, "ERROR", WRONG_LOGIC),  # read-only: refused
+    ],
+)
+def test_a_block_is_graded_by_the_lines_it_printed(fast, singers, code, ordered, verdict, category):
+    [row] = grade(fast, _spider_row(LINES, ordered), code, singers)
+    assert (row["case"], row["verdict"], row["category"]) == (1, verdict, category), row
+
+
+def test_a_looping_block_is_a_timeout_and_an_unloaded_database_a_reference_error(fast, singers):
+    rows, seconds = _timed(lambda: grade(fast, _spider_row(LINES), LOOPING_BLOCK, singers))
+    assert _verdicts(rows) == ["TIMEOUT"] and seconds < TIMEOUT_S + 2 * GRACE_S + 1.5
+    [missing] = grade(fast, _spider_row(LINES), NAMES, "s1_not_loaded_here")
+    assert (missing["verdict"], missing["category"]) == ("NOT_RUN", "reference_error")
+
+
+def test_spider_tasks_are_scored_per_subset_and_dialect_through_the_release(fast, singers, tmp_path):
+    row = _spider_row(LINES)
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "tasks.parquet")
+    db = {"database": "fixture", "dialect": "postgres", "schema_name": singers, "loaded": True}
+    pq.write_table(pa.Table.from_pylist([db]), tmp_path / "databases.parquet")
+    rows = evaluate(
+        tmp_path, [Candidate(row["task_id"], "postgres", c) for c in (NAMES, _prints())], {"postgres": fast}
+    )
+    summary = summarize(rows)["spider_plsql/postgres"]
+    assert (summary["tasks"], summary["candidates"], summary["suite_pass@1"]) == (1, 2, 0.5)
+
+
+def test_spider2_accepts_any_of_its_result_files(fast, singers):
+    results = {"x.csv": "name,age\nAnn,30\n", "x_a.csv": "name,age\nAnn,30.0\nBob,41\nCé'line,\n"}
+    row = _spider_row([], subset="spider2", test_cases=json.dumps({"reference_results": results, "ordered": True}))
+    assert [o.lines for o in expected_outputs(row)] == [("Ann,30",), tuple(LINES)]
+    assert _verdicts(grade(fast, row, NAMES, singers)) == ["PASS"]
+
+
+# ---- trivial candidates (issue 8 §7) ------------------------------------------------------------------
+
+CONSTANT = typed_task(["n"], [((1,), 7), ((2,), 7)], entry="seven", source_id="2")  # every case expects 7
+
+
+def test_trivial_candidates_fail_a_task_that_can_fail_and_the_gate_rejects_blocks_they_pass(fast, singers):
+    tasks = [
+        release_row(SORT),
+        release_row(CONSTANT),
+        _spider_row(LINES),
+        _spider_row([], source_id="8", task_id="spider_plsql/8"),  # an empty gold result
+        _spider_row(["Ann,30"], source_id="9", task_id="spider_plsql/9"),  # one line: it is the answer
+    ]
+    results = run_trivial(tasks, fast, {("fixture", "postgres"): singers})
+    assert results == {
+        ("mbpp/1", "postgres"): {"returns_null": False, "returns_the_example": False},
+        ("mbpp/2", "postgres"): {"returns_null": False, "returns_the_example": True},
+        ("spider_plsql/7", "postgres"): {"prints_nothing": False, "prints_the_first_line": False},
+        ("spider_plsql/8", "postgres"): {"prints_nothing": True, "prints_the_first_line": None},
+        ("spider_plsql/9", "postgres"): {"prints_nothing": False, "prints_the_first_line": None},
+    }
+    drop, rejections, section = trivial_gate(tasks, results)
+    assert drop == {("spider_plsql/8", "postgres")}  # the constant-passable MBPP task is listed, not rejected
+    assert [(r.source_id, r.reason_code, r.dialect) for r in rejections] == [("8", REASON, "postgres")]
+    assert section["groups"]["mbpp/postgres"]["returns_the_example"] == {
+        "run": 2,
+        "not_applicable": 0,
+        "passed": ["mbpp/2"],
+    }
+    assert section["groups"]["spider_plsql/postgres"]["prints_the_first_line"]["not_applicable"] == 2
