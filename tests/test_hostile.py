@@ -471,6 +471,11 @@ def test_an_oracle_port_that_never_answers_fails_the_stage_within_the_timeout():
         silent.close()
 
 
+# Sessions that have begun (their statements name their plb_ schema or savepoints): not the engine's
+# start-up logins (server version, the candidate role's first login), which a kill would hit too early.
+_RUNNING_SESSIONS = "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND query LIKE 'SAVEPOINT plb%%'"
+
+
 def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path):
     """A private server (killing the shared one would break concurrent tests)."""
     import signal
@@ -507,13 +512,7 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         thread.start()
         with psycopg.connect(dsn, autocommit=True) as watch:  # wait until replay sessions are running
             deadline = time.monotonic() + 30
-            while (
-                watch.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s", [CANDIDATE_ROLE]).fetchone()[
-                    0
-                ]
-                == 0
-                and time.monotonic() < deadline
-            ):
+            while watch.execute(_RUNNING_SESSIONS, [CANDIDATE_ROLE]).fetchone()[0] == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
         os.kill(postmaster(), signal.SIGQUIT)  # immediate shutdown: every backend dies at once
         thread.join(60)

@@ -146,7 +146,8 @@ class PostgresEngine:
         finally:
             reusable = sess.finish()
             if sess.escaped or not reusable and sess.lost:
-                self._sweep(sess.schema)
+                with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
+                    self._sweep(sess.schema)
             self._give_back(conn, reusable)
 
     def loaded(self, schema: str | None) -> bool:
