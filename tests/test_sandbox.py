@@ -175,8 +175,9 @@ def test_network_connections_are_refused():
 
 
 # Places a dropped user could write to on an ordinary system, and the checkout itself.
-TARGETS = [f"{folder}/plbench-sandbox-escape" for folder in ("/tmp", "/dev/shm", "/var/tmp", str(CHECKOUT))]
-SENTINEL = Path("/tmp/plbench-sandbox-sentinel")
+# Named per test process: other checkouts run these tests at the same time.
+TARGETS = [f"{folder}/plbench-escape-{os.getpid()}" for folder in ("/tmp", "/dev/shm", "/var/tmp", str(CHECKOUT))]
+SENTINEL = Path(f"/tmp/plbench-sentinel-{os.getpid()}")
 WRITE_DENIED = "SandboxDenied: writing {path!r} outside the sandbox directory"
 # The ways around the os/builtins patches the sandbox used to rely on (issue 9, item 8).
 ESCAPES = {
@@ -276,7 +277,7 @@ def test_the_operating_system_refuses_what_the_audit_guards_cannot_see(sentinel)
     ]
     assert result.cases == [
         *read_only,
-        CaseOutcome("error", None, "OSError: [Errno 30] Read-only file system: 'plbench-sandbox-sentinel' -> 'moved'"),
+        CaseOutcome("error", None, f"OSError: [Errno 30] Read-only file system: {SENTINEL.name!r} -> 'moved'"),
         CaseOutcome("error", None, "RuntimeError: can't start new thread"),
     ]
     assert [target for target in TARGETS if Path(target).exists()] == []
