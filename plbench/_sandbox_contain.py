@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import re
 import resource
 import signal
@@ -136,7 +135,7 @@ def seccomp_program(machine: str) -> bytes:
 
 
 def _install_seccomp() -> None:
-    program = seccomp_program(platform.machine())
+    program = seccomp_program(os.uname().machine)  # not `platform`: 10 ms to import
     filters = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):
