@@ -44,8 +44,8 @@ def _raw_asset(subset: str):
         ingested = ingest(build, subset)
         context.add_output_metadata(
             {
-                "records": len(ingested.problems),
-                "input": ingested.input_count,
+                "count_in": ingested.input_count,
+                "count_out": len(ingested.problems),
                 "rejected": len(ingested.rejections),
                 "inputs_sha256": dg.MetadataValue.json(ingested.inputs),
             }

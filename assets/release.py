@@ -111,6 +111,7 @@ def quality_suites(release_tables: PreparedRelease) -> dg.AssetCheckResult:
 @dg.asset(
     group_name=GROUP,
     kinds={"parquet"},
+    deps=["validation_reports"],  # written first, so a release always has its validation reports
     description="`releases/<version>/`: the release tables as Parquet, `manifest.json`, `README.md`.",
 )
 def release(

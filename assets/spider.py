@@ -71,8 +71,8 @@ def _raw_asset(subset: str, source: str):
             {
                 "databases": len(inputs.databases),
                 "missing_databases": dg.MetadataValue.json(inputs.missing),
-                "questions": len(inputs.questions),
-                "input": inputs.input_count,
+                "count_in": inputs.input_count,
+                "count_out": len(inputs.questions),
                 "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in inputs.rejections))),
             }
         )
@@ -217,6 +217,7 @@ def gold_equivalence_floor(
 
 def _tasks_metadata(tasks: SpiderTasks) -> dict:
     return {
+        "count_out": len(tasks.rows),
         "rows_by_dialect": dg.MetadataValue.json(dict(Counter(r.dialect for r in tasks.rows))),
         "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in tasks.rejections))),
         "validation": dg.MetadataValue.json(tasks.validation),

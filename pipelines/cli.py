@@ -65,11 +65,13 @@ def execute(
     partition: str | None = None,
     job: str = REBUILD_JOB,
     tags: dict[str, str] | None = None,
+    quiet: bool = False,
 ):
     """Run `job` (or a selection of its assets) in-process, as one run; returns Dagster's result.
 
     The `database` partitions are registered first, from the raw files alone, so the one run covers
     every database partition. With `partition`, the selection runs for that one database only.
+    Stage lines go to stderr unless `quiet`.
     """
     import dagster as dg
 
@@ -78,25 +80,20 @@ def execute(
     if instance is None:
         dagster_home()
         with dg.DagsterInstance.get() as persistent:
-            return execute(config, selection, persistent, partition, job, tags)
+            return execute(config, selection, persistent, partition, job, tags, quiet)
     tags = {**_run_tags(config), **(tags or {})}
     if selection is None:
         selection = [k.path for k in _all_asset_keys(config)]
     partitioned = [k for k in selection if k[0] in PARTITIONED]
     if partition is not None:
-        return _run(config, selection, instance, job, {**tags, "dagster/partition": partition})
+        return _run(config, selection, instance, job, {**tags, "dagster/partition": partition}, 1, quiet)
     if not partitioned:
-        return _run(config, selection, instance, job, tags)
+        return _run(config, selection, instance, job, tags, 0, quiet)
     keys = register_database_partitions(instance, config)
     if not keys:  # no Spider subset selected: nothing to normalize
-        return _run(config, [k for k in selection if k not in partitioned], instance, job, tags)
-    return _run(
-        config,
-        selection,
-        instance,
-        job,
-        {**tags, "dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
-    )
+        return _run(config, [k for k in selection if k not in partitioned], instance, job, tags, 0, quiet)
+    tags |= {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+    return _run(config, selection, instance, job, tags, len(keys), quiet)
 
 
 def _run_tags(config: BuildConfig) -> dict[str, str]:
@@ -110,7 +107,15 @@ def _all_asset_keys(config: BuildConfig):
     return sorted(build_definitions(config).resolve_asset_graph().get_all_asset_keys())
 
 
-def _run(config: BuildConfig, selection: list[list[str]], instance, job: str, tags: dict[str, str]):
+def _run(
+    config: BuildConfig,
+    selection: list[list[str]],
+    instance,
+    job: str,
+    tags: dict[str, str],
+    partitions: int = 0,
+    quiet: bool = False,
+):
     import dagster as dg
 
     from pipelines.definitions import build_definitions
@@ -123,48 +128,86 @@ def _run(config: BuildConfig, selection: list[list[str]], instance, job: str, ta
             asset_selection=[dg.AssetKey(k) for k in selection],
             raise_on_error=False,
             tags=tags,
-            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+            run_config={"loggers": {"progress": {"config": {"partitions": partitions, "quiet": quiet}}}},
         )
     )
 
 
 def failure_messages(result) -> list[tuple[str, str]]:
-    """(step, message) of each failed step, the message being the root cause's, not Dagster's wrapper."""
-    messages = []
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.step_failure_data.error
-            while error.cause is not None:
-                error = error.cause
-            messages.append((event.step_key, error.message.strip()))
-    return messages
+    """(step, message) of each failed step, the message being the project's own, not Dagster's wrapper."""
+    from pipelines.progress import project_message
+
+    return [
+        (event.step_key, project_message(event.step_failure_data.error)[0])
+        for event in result.all_events
+        if event.is_step_failure
+    ]
 
 
-def report(result) -> int:
-    """Print what failed (steps, blocking checks) or the release summary; the exit code."""
-    if not result.success:
-        for step, message in failure_messages(result):
-            print(f"plbench: step {step} failed: {message}", file=sys.stderr)
-        for check in result.get_asset_check_evaluations():
-            if not check.passed:
-                details = json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)
-                print(
-                    f"plbench: blocking check {check.check_name} on {check.asset_key.to_user_string()} failed: "
-                    f"{details}",
-                    file=sys.stderr,
-                )
-        return 1
+def outcome(result) -> dict:
+    """What a run did, for the final lines and `--json`: the release written, or what failed and why."""
+    from pipelines.progress import project_message
+
+    out: dict = {"ok": result.success, "run_id": result.run_id, "job": result.job_def.name}
     for event in result.get_asset_materialization_events():
         meta = event.materialization.metadata
         if "release_path" in meta:
-            print(f"release written to {meta['release_path'].value}")
-            print(json.dumps({"subsets": meta["subsets"].value, "validation": meta["validation"].value}, indent=2))
-        elif event.asset_key.path[0].startswith("replay_validation_"):
-            print(
-                f"{event.asset_key.to_user_string()}: "
-                f"{json.dumps({k: v.value for k, v in meta.items() if k != 'path'}, default=str)}"
+            out.update(
+                release=meta["release_path"].value,
+                version=meta["version"].value,
+                subsets=meta["subsets"].value,
+                validation=meta["validation"].value,
             )
-    return 0
+    out["failed"] = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            message, hint = project_message(event.step_failure_data.error)
+            out["failed"].append({"stage": event.step_key, "message": message, "hint": hint})
+    for check in result.get_asset_check_evaluations():
+        if not check.passed:
+            details = json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)[:500]
+            out["failed"].append(
+                {
+                    "stage": f"{check.asset_key.to_user_string()} (blocking check {check.check_name})",
+                    "message": details,
+                    "hint": None,
+                }
+            )
+    return out
+
+
+def final_lines(summary: dict) -> list[str]:
+    """Where the release is and what it holds; or, last, the failing stage, its message and a hint."""
+    if summary["failed"]:
+        lines = []
+        for failure in summary["failed"]:
+            hint = f" (hint: {failure['hint']})" if failure["hint"] else ""
+            lines.append(f"plbench: {failure['stage']} failed: {failure['message']}{hint}")
+        return lines[1:] + lines[:1]  # the first failure, the cause of what follows, comes last
+    if "release" not in summary:
+        return [f"plbench: {summary['job']} done; no release written (add --version V to write one)"]
+    lines = [f"release {summary['version']} written to {summary['release']}"]
+    for subset, counts in sorted(summary["subsets"].items()):
+        released = ", ".join(f"{d} {n}" for d, n in sorted(counts.get("released", {}).items()))
+        rejected = sum(counts.get("rejected", {}).values())
+        lines.append(f"  {subset}: {counts.get('input', 0)} in; released {released or 'none'}; {rejected} rejected")
+    return lines
+
+
+def report(result, output: str = "lines") -> int:
+    """Print the run's outcome (`lines`, `quiet`: the final lines; `json`: one object); the exit code."""
+    summary = outcome(result)
+    if output == "json":
+        print(json.dumps(summary, sort_keys=True, default=str))
+    else:
+        stream = sys.stdout if summary["ok"] else sys.stderr
+        for line in final_lines(summary):
+            print(line, file=stream)
+    return 0 if summary["ok"] else 1
+
+
+def _output(args: argparse.Namespace) -> str:
+    return "json" if args.json else "quiet" if args.quiet else "lines"
 
 
 def _exclusive(config: BuildConfig, run) -> int:
@@ -186,7 +229,10 @@ def _exclusive(config: BuildConfig, run) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     config = _config(args)
-    return _exclusive(config, lambda: report(execute(config, tags={"plbench/command": "build"})))
+    quiet = args.quiet or args.json
+    return _exclusive(
+        config, lambda: report(execute(config, tags={"plbench/command": "build"}, quiet=quiet), _output(args))
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -211,9 +257,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     tags = {"plbench/command": "validate", "plbench/stage": args.stage, "plbench/dialect": args.dialect or "all"}
     if args.database:
         tags["plbench/database"] = args.database
+    quiet = args.quiet or args.json
     return _exclusive(
         config,
-        lambda: report(execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags)),
+        lambda: report(
+            execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags, quiet=quiet),
+            _output(args),
+        ),
     )
 
 
@@ -325,6 +375,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
     os.execv(command[0], command)
 
 
+def _output_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", help="no stage lines: only where the release is, or what failed")
+    group.add_argument("--json", action="store_true", help="no stage lines: one JSON object with the outcome on stdout")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="plbench",
@@ -341,6 +397,7 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--subsets", help=f"comma-separated subsets to build (default: {','.join(SUBSETS)})")
     build.add_argument("--version", help="release version (default: <builder version>-<build id>)")
     build.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
+    _output_options(build)
     build.set_defaults(func=cmd_build)
     validate = sub.add_parser("validate", help="rerun one stage, reusing the stored results of the stages above it")
     validate.add_argument("--stage", required=True, choices=sorted(STAGES))
@@ -354,6 +411,7 @@ def parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--version", help="also write a release with this new version from the rerun results")
     validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
+    _output_options(validate)
     validate.set_defaults(func=cmd_validate)
     evaluate = sub.add_parser("evaluate", help="score a JSONL of {task_id, dialect, code} candidates on a release")
     evaluate.add_argument("--release", required=True, help="a release folder (releases/<version>)")

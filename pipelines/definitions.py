@@ -7,8 +7,9 @@ per stage of `plbench validate`, so each run in the list says what it did.
 
 import dagster as dg
 
-from assets import crosscheck, mbpp, release, replay, spider
+from assets import crosscheck, mbpp, release, replay, spider, validation
 from assets.versions import code_version
+from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
 from pipelines.stages import REBUILD_JOB, STAGES, rerun_job, stage_assets
 from pipelines.storage import StageStorage
@@ -34,6 +35,7 @@ ASSETS_BY_MODULE = {
     ],
     release: [release.release_tables, release.release],
     crosscheck: [crosscheck.crosscheck_candidates, crosscheck.crosscheck],
+    validation: [validation.validation_reports],
 }
 
 
@@ -81,6 +83,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
             release.quality_suites,
         ],
         jobs=_jobs(),
+        loggers={"console": dg.colored_console_logger, "progress": progress_logger},
         resources={
             "build": config,
             "engines": engines_resource(config),

@@ -27,7 +27,7 @@ STAGE_NEEDS = {
 }
 DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]
 # Rerun with --version: the release depends on every stage, so these follow the stage.
-RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "release"]
+RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"]
 PARTITIONED = [f"normalized_databases_{d}" for d in DIALECT_NAMES]
 REBUILD_JOB = "rebuild_release"
 

@@ -31,6 +31,8 @@ class BuildConfig:
     out_dir: Path = field(default_factory=lambda: project_root() / "releases")
     # Emitted DDL and data per database and dialect, and each database's verification report.
     normalized_dir: Path = field(default_factory=lambda: project_root() / "normalized")
+    # Each validation stage's report per release version (validation/README.md).
+    validation_dir: Path = field(default_factory=lambda: project_root() / "validation")
     # Raw files fetched from their public URLs (when no mirror is named), below the catalog.
     download_dir: Path = field(default_factory=lambda: project_root() / "raw_sources" / "downloads")
     version: str | None = None  # None: derived from the builder version and the build id

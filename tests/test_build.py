@@ -42,6 +42,7 @@ def setup(tmp_path_factory, pg_engine):
         catalog=catalog,
         pg_dsn=pg_engine._dsn,
         normalized_dir=tmp_path_factory.mktemp("normalized"),
+        validation_dir=tmp_path_factory.mktemp("validation"),
         version="t1",
         min_retention=0.5,
         min_gold_equivalence=0.5,
@@ -137,8 +138,10 @@ def test_task_rows_carry_the_artifacts_and_provenance(setup):
 
 def test_the_same_inputs_give_byte_identical_tables_and_versions_are_never_overwritten(setup, tmp_path):
     config, instance = setup
+    validation = {p.name: p.read_bytes() for p in (config.validation_dir / "t1").iterdir()}
     again = config.with_(out_dir=tmp_path)
     assert report(execute(again, instance=instance)) == 0
+    assert {p.name: p.read_bytes() for p in (config.validation_dir / "t1").iterdir()} == validation
     for table in ("tasks.parquet", "rejections.parquet", "types.parquet"):
         assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
     result = execute(config, instance=instance)
@@ -313,3 +316,36 @@ def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidate
     assert len(results) == sum(t["dialect"] == "postgres" for t in tasks)
     passed = {key: [n for n, ok in verdicts.items() if ok] for key, verdicts in results.items()}
     assert {key: names for key, names in passed.items() if names} == {}
+
+
+def test_each_validation_stage_has_its_report_beside_the_release(setup):
+    config, _ = setup
+    _, manifest, _, _ = _release(config)
+    folder = config.validation_dir / "t1"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "crosscheck.json",
+        "normalization.json",
+        "quality.json",
+        "replay.oracle.json",
+        "replay.postgres.json",
+        "roundtrip.oracle.json",
+        "roundtrip.postgres.json",
+    ]
+    replay = json.loads((folder / "replay.postgres.json").read_text())
+    assert replay["ran"] and replay["engine"].startswith("PostgreSQL ") and replay["failed"] == 0
+    mbpp_ids = {t["task_id"] for t in replay["tasks"]}
+    assert len(mbpp_ids) == replay["passed"] and "mbpp/2" in mbpp_ids and "seconds" not in replay
+    oracle = json.loads((folder / "replay.oracle.json").read_text())
+    assert oracle == {
+        "dialect": "oracle",
+        "ran": False,
+        "reason": "PLBENCH_ORACLE_DSN is not set: no Oracle server configured",
+        "mutants": None,
+        "tasks": [],
+    }
+    normalization = json.loads((folder / "normalization.json").read_text())
+    assert normalization["sources"] == manifest["normalization"]
+    shop = next(d for d in normalization["databases"] if d["database"] == "shop" and d["dialect"] == "postgres")
+    assert shop["verified"] is True and shop["rows"] == 9
+    assert json.loads((folder / "crosscheck.json").read_text()) == manifest["crosscheck"]
+    assert json.loads((folder / "quality.json").read_text())["suites"] == manifest["quality"]

@@ -31,6 +31,7 @@ def test_definitions_load_and_wire_every_stage():
         "release_tables",
         "crosscheck_candidates",
         "crosscheck",
+        "validation_reports",
         "release",
     }
     upstream = {k.to_user_string() for k in graph.get(dg.AssetKey("release_tables")).parent_keys}

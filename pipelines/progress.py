@@ -1,0 +1,172 @@
+"""What `plbench build` / `validate` print while a run goes and when it ends, instead of Dagster's log.
+
+- One line per stage: it starts (on a terminal the line is then rewritten in place, with the
+  databases done so far for a partitioned stage) and it ends, with the stage's figures from its
+  metadata (count in, count out, rejections by reason) and the elapsed time.
+- On success, where the release is and what it holds; on failure, a last line naming the failing
+  stage, the project's own message (not Dagster's wrapper, not the innermost library error) and a
+  hint when one is known (`HINTS`).
+
+`progress_logger` is a Dagster logger: the CLI selects it in the run config, so a CLI run prints
+these lines only; the UI's runs keep Dagster's own console logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import TextIO
+
+import dagster as dg
+
+# (texts any of which, found in the error chain, call for the hint; the hint). First match wins.
+HINTS = (
+    (
+        ("URLError", "Name or service not known", "Temporary failure in name resolution", "Network is unreachable"),
+        "offline? set PLBENCH_RAW_DIR to a local mirror of the raw sources",
+    ),
+    (
+        ("Address already in use", "could not bind"),
+        "a port is in use: stop the other server, or pick another port (`plbench dev --port P`)",
+    ),
+    (
+        ("No space left on device", "Disk quota exceeded"),
+        "the disk is full: free space under .cache/ (PostgreSQL data, downloads, stored stage values)",
+    ),
+)
+REJECTION_KEYS = ("rejected", "rejected_tasks")  # metadata holding a count or {reason: count}
+TOP_REASONS = 3
+
+
+def hint_for(texts: list[str]) -> str | None:
+    joined = "\n".join(texts)
+    return next((hint for needles, hint in HINTS if any(n in joined for n in needles)), None)
+
+
+def error_chain(error) -> list:
+    """A step failure's error and its causes, outermost first (Dagster's SerializableErrorInfo)."""
+    chain = []
+    while error is not None:
+        chain.append(error)
+        error = error.cause or error.context
+    return chain
+
+
+def _without_class(error) -> str:
+    """The error's message without the `package.module.ClassName: ` Dagster puts before it."""
+    head, sep, rest = error.message.partition(": ")
+    return rest if sep and head.split(".")[-1] == error.cls_name else error.message
+
+
+def project_message(error) -> tuple[str, str | None]:
+    """The first message in the chain that is not Dagster's wrapper, and the hint for the whole chain."""
+    chain = error_chain(error)
+    own = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
+    texts = [f"{e.cls_name}: {e.message}" for e in chain]
+    return " ".join(_without_class(own).split()), hint_for(texts)
+
+
+def _rejections(value) -> str:
+    if isinstance(value, dict):
+        total = sum(value.values())
+        top = sorted(value.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
+        reasons = ", ".join(f"{k} {v}" for k, v in top) + (", …" if len(value) > TOP_REASONS else "")
+        return f"{total} rejected ({reasons})" if total else ""
+    return f"{value} rejected" if value else ""
+
+
+def figures(metadata: dict) -> str:
+    """A stage's figures for its end line, from its materialization metadata (plain values)."""
+    parts = []
+    if metadata.get("ran") is False and metadata.get("reason"):
+        parts.append(f"not run: {metadata['reason']}")
+    if "count_in" in metadata:
+        parts.append(f"{metadata['count_in']} in")
+    if "count_out" in metadata:
+        parts.append(f"{metadata['count_out']} out")
+    for key in REJECTION_KEYS:
+        text = _rejections(metadata.get(key))
+        if text:
+            parts.append(text)
+    return ", ".join(parts)
+
+
+class Progress:
+    """Turns a run's events into stage lines on `stream`."""
+
+    def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
+        self.stream, self.tty, self.partitions = stream, tty, partitions
+        self.started: dict[str, float] = {}
+        self.metadata: dict[str, dict] = {}
+        self.done_partitions: dict[str, int] = {}
+        self.checks: dict[str, list[str]] = {}
+
+    def on_event(self, event) -> None:
+        kind, step = event.event_type_value, event.step_key
+        if kind == "STEP_START":
+            self.started[step] = time.monotonic()
+            self._pending(step, "…")
+        elif kind == "ASSET_MATERIALIZATION":
+            materialization = event.event_specific_data.materialization
+            self.metadata[step] = {k: v.value for k, v in materialization.metadata.items()}
+            if materialization.partition:
+                self.done_partitions[step] = self.done_partitions.get(step, 0) + 1
+                of = f"/{self.partitions}" if self.partitions else ""
+                self._pending(step, f"{self.done_partitions[step]}{of} databases")
+        elif kind == "ASSET_CHECK_EVALUATION":
+            check = event.event_specific_data
+            self.checks.setdefault(step, []).append(f"{check.check_name} {'passed' if check.passed else 'FAILED'}")
+        elif kind == "STEP_SUCCESS":
+            self._end(step, "✓", self._summary(step))
+        elif kind == "STEP_FAILURE":
+            message, _ = project_message(event.event_specific_data.error)
+            self._end(step, "✗", f"failed: {message}"[:300])
+
+    def _summary(self, step: str) -> str:
+        parts = [f"{self.done_partitions[step]} databases"] if step in self.done_partitions else []
+        parts += [figures(self.metadata.get(step, {}))] + self.checks.get(step, [])
+        return ", ".join(p for p in parts if p)
+
+    def _pending(self, step: str, what: str) -> None:
+        if self.tty:
+            self.stream.write(f"\r\033[K  {step} {what}")
+            self.stream.flush()
+        elif what == "…":
+            self._line(f"  {step} started")
+
+    def _end(self, step: str, mark: str, text: str) -> None:
+        elapsed = time.monotonic() - self.started.pop(step, time.monotonic())
+        self._line(f"{mark} {step}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
+
+    def _line(self, text: str, rewrite: bool = False) -> None:
+        self.stream.write(("\r\033[K" if rewrite else "") + text + "\n")
+        self.stream.flush()
+
+
+class _EventHandler(logging.Handler):
+    def __init__(self, progress: Progress):
+        super().__init__()
+        self.progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
+        if event is not None and event.step_key:
+            self.progress.on_event(event)
+
+
+@dg.logger(
+    config_schema={
+        "partitions": dg.Field(int, default_value=0, description="database partitions in the run"),
+        "quiet": dg.Field(bool, default_value=False, description="print nothing (`--quiet`, `--json`)"),
+    },
+    description="plbench's stage lines on stderr (selected by the CLI)",
+)
+def progress_logger(init_context) -> logging.Logger:
+    logger = logging.Logger("plbench.progress", level=logging.DEBUG)
+    if init_context.logger_config["quiet"]:
+        logger.addHandler(logging.NullHandler())
+    else:
+        progress = Progress(sys.stderr, sys.stderr.isatty(), init_context.logger_config["partitions"])
+        logger.addHandler(_EventHandler(progress))
+    return logger

@@ -1,0 +1,122 @@
+"""What the CLI prints: one line per stage, the final lines, and on failure the stage, the project's own
+message and a hint; real runs of the asset graph on a miniature mirror."""
+
+import json
+import re
+
+import dagster as dg
+import pytest
+
+from pipelines.cli import execute, final_lines, main, parser, report
+from pipelines.progress import HINTS, figures, hint_for
+from plbench.config import BuildConfig
+from tests.fixtures import MBPP, write_mirror
+
+MBPP_ONLY = [["mbpp_raw"], ["mbpp_plus_raw"], ["mbpp_test_cases"]]
+
+
+@pytest.fixture
+def instance(tmp_path):
+    (tmp_path / "dagster").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "dagster"), overrides={"telemetry": {"enabled": False}}) as inst:
+        yield inst
+
+
+def _config(tmp_path, **changes) -> BuildConfig:
+    root = tmp_path / "mirror"
+    return BuildConfig(
+        raw_dir=root,
+        catalog=write_mirror(root),
+        cache_dir=tmp_path / "cache",
+        download_dir=tmp_path / "downloads",
+        subsets=("mbpp",),
+    ).with_(**changes)
+
+
+@pytest.mark.parametrize(
+    ("chain", "hint"),
+    [
+        (["RawSourceError: mbpp/mbpp.jsonl: downloading x failed", "URLError: <urlopen error refused>"], HINTS[0][1]),
+        (["OSError: [Errno -2] Name or service not known"], HINTS[0][1]),
+        (["OSError: [Errno 98] Address already in use"], HINTS[1][1]),
+        (["OSError: [Errno 28] No space left on device"], HINTS[2][1]),
+        (["ValueError: bad record"], None),
+    ],
+)
+def test_each_hint_answers_its_cause(chain, hint):
+    assert hint_for(chain) == hint
+
+
+def test_stage_figures_read_the_metadata_every_stage_attaches():
+    two = {"count_in": 10, "count_out": 8, "rejected": {"a": 1, "b": 1}}
+    assert figures(two) == "10 in, 8 out, 2 rejected (a 1, b 1)"
+    assert figures({"count_in": 5, "count_out": 5, "rejected_tasks": {}}) == "5 in, 5 out"
+    many = {"w": 4, "x": 3, "y": 2, "z": 1}
+    assert figures({"rejected": many}) == "10 rejected (w 4, x 3, y 2, …)"
+    assert figures({"ran": False, "reason": "no Oracle", "count_in": 3, "count_out": 3}) == (
+        "not run: no Oracle, 3 in, 3 out"
+    )
+
+
+def test_one_line_per_stage_with_its_figures(tmp_path, instance, capsys):
+    result = execute(_config(tmp_path), MBPP_ONLY, instance=instance)
+    assert report(result) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "  mbpp_raw started" in err and "  mbpp_test_cases started" in err
+    ends = [line for line in err if line.startswith("✓ ")]
+    assert len(ends) == 3
+    raw = next(line for line in ends if line.startswith("✓ mbpp_raw:"))
+    counts = f"{len(MBPP) + 1} in, {len(MBPP)} out, 1 rejected"  # the malformed line
+    assert re.fullmatch(rf"✓ mbpp_raw: {counts}, \d+\.\d s", raw), raw
+    assert not [line for line in err if "DEBUG" in line or "dagster - " in line]  # Dagster's own log stays out
+
+
+def test_quiet_and_json_print_only_the_outcome(tmp_path, instance, capsys):
+    result = execute(_config(tmp_path), MBPP_ONLY, instance=instance, quiet=True)
+    assert report(result, "json") == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    outcome = json.loads(captured.out)
+    assert outcome["ok"] is True and outcome["failed"] == [] and outcome["job"] == "rebuild_release"
+    assert final_lines(outcome) == ["plbench: rebuild_release done; no release written (add --version V to write one)"]
+
+
+def test_offline_the_last_line_names_the_stage_the_message_and_the_hint(tmp_path, instance, capsys):
+    offline = _config(tmp_path, raw_dir=None)  # the fixture catalog's URLs point at a closed local port
+    result = execute(offline, MBPP_ONLY, instance=instance)
+    assert report(result) == 1
+    last = capsys.readouterr().err.rstrip("\n").splitlines()[-1]
+    assert last.startswith("plbench: mbpp_raw failed: mbpp/mbpp.jsonl: downloading http://127.0.0.1:9/mbpp/mbpp.jsonl")
+    assert last.endswith("(hint: offline? set PLBENCH_RAW_DIR to a local mirror of the raw sources)")
+    assert report(result, "json") == 1
+    [failure] = json.loads(capsys.readouterr().out)["failed"]
+    assert failure["stage"] == "mbpp_raw" and failure["hint"] == HINTS[0][1]
+
+
+def test_the_final_lines_say_where_the_release_is_and_what_it_holds():
+    summary = {
+        "ok": True,
+        "failed": [],
+        "job": "rebuild_release",
+        "release": "/r/t1",
+        "version": "t1",
+        "subsets": {
+            "mbpp": {"input": 12, "released": {"oracle": 8, "postgres": 8}, "rejected": {"a": 3, "b": 1}},
+            "spider2": {"input": 4, "released": {}, "rejected": {}},
+        },
+    }
+    assert final_lines(summary) == [
+        "release t1 written to /r/t1",
+        "  mbpp: 12 in; released oracle 8, postgres 8; 4 rejected",
+        "  spider2: 4 in; released none; 0 rejected",
+    ]
+    failed = {"failed": [{"stage": "a", "message": "first", "hint": None}, {"stage": "b", "message": "x", "hint": "h"}]}
+    assert final_lines(failed) == ["plbench: b failed: x (hint: h)", "plbench: a failed: first"]
+
+
+def test_quiet_and_json_are_options_of_build_and_validate(capsys):
+    assert parser().parse_args(["build", "--json"]).json is True
+    assert parser().parse_args(["validate", "--stage", "replay", "--quiet"]).quiet is True
+    with pytest.raises(SystemExit):
+        main(["build", "--json", "--quiet"])
+    assert "not allowed with argument" in capsys.readouterr().err
