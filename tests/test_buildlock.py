@@ -48,7 +48,7 @@ def builds(tmp_path, monkeypatch):
         lambda args: BuildConfig(cache_dir=tmp_path / "cache", out_dir=tmp_path / "releases", version=args.version),
     )
     monkeypatch.setattr(cli, "execute", lambda config, *args, **kwargs: runs.append(config.version))
-    monkeypatch.setattr(cli, "report", lambda result: 0)
+    monkeypatch.setattr(cli, "report", lambda result, output="lines": 0)
     return runs
 
 
