@@ -223,3 +223,20 @@ def test_a5_components_are_installed_and_hold_no_coordination(built, ctx_of):
         task, setup_sql=task.setup_sql[:-1] + ("CREATE PROCEDURE sp_checked_report_orders_part2(",)
     )
     assert _rejected("a5", broken, ctx) == "components_not_callable"
+
+
+@pytest.mark.parametrize("scenario", ["a1", "a5", "b3"])
+def test_release_rows_grade_back_from_the_catalog(pg_engine, built, scenario):
+    import json
+
+    from plbench.procedures.rows import grade_row, task_row
+
+    row = task_row(_task(built, scenario, CHECKED), "PostgreSQL 16")
+    assert (row.subset, row.scenario, row.dialect, row.database) == ("procedures", scenario, "postgres", "procfix")
+    assert json.loads(row.test_cases)[0] == "CALL sp_checked_report_orders(CAST('open' AS text))"
+    assert row.statements == 5 and row.cyclomatic == 2 and row.mutants_killed == row.mutants_total > 0
+    assert row.plsql_constructs == ("dml_delete", "dml_insert", "if_else", "procedure", "raise_error", "select_into")
+    passed = grade_row(pg_engine, row, row.reference_code)
+    assert passed.passed and passed.call_verdicts == ["pass"] * len(json.loads(row.test_cases))
+    scaffold = grade_row(pg_engine, row, row.scaffold)
+    assert not scaffold.passed and scaffold.detail.startswith("state differs after call 1: table orders_report")

@@ -11,7 +11,7 @@ from plbench.procedures.mutants import OPERATORS
 from plbench.procedures.seeds import database_seeds
 from plbench.procedures.strength import measure, text_columns, trivial_candidates
 from plbench.procedures.suites import call_text
-from plbench.procedures.workspace import Workspace
+from plbench.procedures.workspace import DatabaseCopy, Workspace
 from tests.procedure_fixtures import load_fixture
 
 
@@ -190,7 +190,7 @@ def test_trivial_candidates_fail_every_seed(seeds, workspace):
 def _task(v, fixture) -> ProcedureTask:
     return ProcedureTask(
         v.seed.seed_id,
-        fixture.pg,
+        DatabaseCopy.of(fixture.pg),
         tuple(v.seed.setup["postgres"]),
         v.seed.procedure.render("postgres"),
         tuple(_calls(v)),
@@ -245,3 +245,11 @@ def test_row_difference_counts_changed_added_and_removed_rows():
     expected = [("(1)", "(1,a)"), ("(2)", "(2,b)"), ("(3)", "(3,c)")]
     got = [("(1)", "(1,a)"), ("(2)", "(2,x)"), ("(4)", "(4,d)"), ("(5)", "(5,e)")]
     assert row_difference(expected, got) == "1 row changed, 2 rows added, 1 row removed"
+
+
+def test_the_catalog_gives_the_grader_what_the_normalized_database_does(pg_engine, fixture):
+    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
+        read = DatabaseCopy.introspect(session, fixture.pg.schema_name)
+    made = DatabaseCopy.of(fixture.pg)
+    assert (sorted(read.tables), read.keys, read.text_columns) == (sorted(made.tables), made.keys, made.text_columns)
+    assert made.keys == {"customer": ("id",), "orders": ("order_id",), "archive": ("id",)}

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from plbench.normalize.emit import NormalizedDatabase
-from plbench.procedures.workspace import TAMPERED, CallResult, Workspace
+from plbench.procedures.workspace import TAMPERED, CallResult, DatabaseCopy, Workspace
 from plbench.validation.diagnostics import WRONG_LOGIC, category_of
 
 
@@ -23,7 +22,7 @@ class ProcedureTask:
     """What grading needs of a task (the release row's columns, decoded)."""
 
     task_id: str
-    db: NormalizedDatabase
+    db: DatabaseCopy
     setup: tuple[str, ...]
     reference: str
     calls: tuple[str, ...]
@@ -39,17 +38,8 @@ class Grade:
     category: str | None = None
 
 
-def key_columns(db: NormalizedDatabase, table: str) -> list[str]:
-    try:
-        t = db.table(table.strip('"'))
-    except KeyError:
-        return []
-    by_source = {c.source.name.lower(): c.target.sql for c in t.columns}
-    return [by_source[k.lower()] for k in t.source.primary_key if k.lower() in by_source]
-
-
 def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
-    keys = key_columns(workspace.db, table)
+    keys = workspace.db.keys.get(table, ())
     key = f"ROW({', '.join('r.' + k for k in keys)})::text" if keys else "r::text"
     result = workspace.query(f"SELECT {key}, r::text FROM {workspace.schema}.{table} AS r")
     return [tuple(r) for r in result.rows] if result.ok else []

@@ -77,15 +77,8 @@ def trivial_candidates(seed: Seed, suite: CallSuite) -> dict[str, Procedure]:
 
 
 def text_columns(workspace: Workspace, seed: Seed) -> dict[str, list[str]]:
-    """Text columns of the tables an UPDATE writes (targets for the wrong-column mutant)."""
-    out = {}
-    for table in seed.writes:
-        try:
-            t = workspace.db.table(table)
-        except KeyError:
-            continue
-        out[table] = [c.target.sql for c in t.columns if c.source.family == "text"]
-    return out
+    """Text columns of the tables the seed writes (targets for the wrong-column mutant)."""
+    return {t: list(workspace.db.text_columns[t]) for t in seed.writes if t in workspace.db.text_columns}
 
 
 def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from plbench.dialects.static_checks import check_block_structure
 from plbench.normalize.emit import NormalizedDatabase
+from plbench.procedures.model import CountInto, IfElse, Raise, Sql, Todo, walk
 from plbench.procedures.seeds import SUBSET, ValidatedSeed
 from plbench.procedures.strength import fails_suite
 from plbench.procedures.workspace import Workspace
@@ -49,6 +50,10 @@ class ScenarioTask:
     replay_status: str
     replay_detail: str = ""
     notes: tuple[str, ...] = field(default=())
+    scaffold: str = ""  # the signature with an empty body
+    signature: tuple[tuple[str, str], ...] = ()  # (parameter, type) in the dialect
+    constructs: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()  # tables read and written
 
 
 @dataclass
@@ -139,4 +144,20 @@ def make_task(
         replay_status="passed" if ran else "not_run",
         replay_detail="" if ran else ORACLE_NOT_RUN,
         notes=notes,
+        scaffold=seed.procedure.with_body((Todo("write the body"),)).render(dialect),
+        signature=tuple((p.name, p.type[dialect]) for p in seed.procedure.params),
+        constructs=constructs(seed.procedure),
+        tables=tuple(dict.fromkeys([*seed.lifted.tables, *seed.writes])),
     )
+
+
+_CONSTRUCTS = {Sql: "dml", CountInto: "select_into", IfElse: "if_else", Raise: "raise_error"}
+
+
+def constructs(procedure) -> tuple[str, ...]:
+    """The PL/SQL constructs the reference uses (procedure, dml_insert, if_else, ...)."""
+    found = {"procedure"}
+    for s in walk(procedure.body):
+        name = _CONSTRUCTS.get(type(s))
+        found.add(f"{name}_{s.kind}" if isinstance(s, Sql) else name)
+    return tuple(sorted(found))

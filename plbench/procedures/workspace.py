@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 from psycopg import sql
 
+from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedDatabase
+from plbench.normalize.typemap import TargetName
 
 RUN_SAVEPOINT = "plb_run"
 TAMPERED = "tampered"
@@ -51,14 +53,63 @@ def _quoted_identifier(name: str) -> str:
     return sql.Identifier(name).as_string(None)
 
 
+def _as_written(name: str) -> str:
+    """A catalog name as the loader writes it: quoted only when PostgreSQL needs the quotes."""
+    rules = DIALECTS["postgres"]
+    return TargetName(name, not rules.plain_identifier.match(name) or name.upper() in rules.reserved).sql
+
+
+@dataclass(frozen=True)
+class DatabaseCopy:
+    """What a workspace copies and what the grader needs of a loaded database (names as its SQL writes them)."""
+
+    key: str
+    schema_name: str
+    tables: tuple[str, ...]
+    keys: dict[str, tuple[str, ...]]  # table -> primary key columns
+    text_columns: dict[str, tuple[str, ...]]  # table -> text columns
+
+    @classmethod
+    def of(cls, db: NormalizedDatabase) -> DatabaseCopy:
+        keys, texts = {}, {}
+        for t in db.tables:
+            by_source = {c.source.name.lower(): c.target.sql for c in t.columns}
+            keys[t.target.sql] = tuple(by_source[k.lower()] for k in t.source.primary_key if k.lower() in by_source)
+            texts[t.target.sql] = tuple(c.target.sql for c in t.columns if c.source.family == "text")
+        return cls(db.key, db.schema_name, tuple(t.target.sql for t in db.tables), keys, texts)
+
+    @classmethod
+    def introspect(cls, session, schema: str) -> DatabaseCopy:
+        """The same facts read from a loaded schema's catalog (what `plbench evaluate` has)."""
+        literal = sql.Literal(schema).as_string(None)
+        tables = session.query(
+            "SELECT c.relname, a.attname, t.typname, coalesce(a.attnum = ANY(i.indkey), false) "
+            "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
+            "AND NOT a.attisdropped JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
+            "LEFT JOIN pg_catalog.pg_index i ON i.indrelid = c.oid AND i.indisprimary "
+            f"WHERE c.relnamespace = {literal}::regnamespace AND c.relkind = 'r' ORDER BY c.relname, a.attnum"
+        )
+        if not tables.ok:
+            raise RuntimeError(f"cannot read the catalog of schema {schema}: {tables.error}")
+        names, keys, texts = {}, {}, {}
+        for table, column, type_name, in_key in tables.rows:
+            name, col = _as_written(table), _as_written(column)
+            names.setdefault(name, None)
+            keys.setdefault(name, ())
+            texts.setdefault(name, ())
+            keys[name] += (col,) if in_key else ()
+            texts[name] += (col,) if type_name == "text" else ()
+        return cls(schema, schema, tuple(names), keys, texts)
+
+
 class Workspace:
     """A database copy in `session`'s private schema; `run` executes one procedure from the initial state."""
 
-    def __init__(self, session, db: NormalizedDatabase, shuffled: bool = False):
+    def __init__(self, session, db: NormalizedDatabase | DatabaseCopy, shuffled: bool = False):
         self.session = session
-        self.db = db
+        self.db = db if isinstance(db, DatabaseCopy) else DatabaseCopy.of(db)
         self.schema = session.schema
-        self.tables = [t.target.sql for t in db.tables]
+        self.tables = list(self.db.tables)
         self._copy(shuffled)
 
     def _copy(self, shuffled: bool) -> None:

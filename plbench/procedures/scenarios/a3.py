@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from plbench.procedures.grade import key_columns
 from plbench.procedures.tasks import AdapterContext, AdapterRejected, ScenarioTask, make_task, prompt
 
 SCENARIO = "a3"
@@ -40,7 +39,7 @@ def _table_text(table: str, columns: list[str], rows: list[tuple]) -> str:
 
 
 def _diff(ctx: AdapterContext, table: str, columns: list[str], before: list[tuple], after: list[tuple]) -> str:
-    keys = [columns.index(k.strip('"')) for k in key_columns(ctx.pg_db, table) if k.strip('"') in columns]
+    keys = [columns.index(k.strip('"')) for k in ctx.workspace.db.keys.get(table, ()) if k.strip('"') in columns]
     if before == after:
         return f"{table}: unchanged"
     parts = []

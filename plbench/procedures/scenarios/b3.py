@@ -47,7 +47,7 @@ def _slip(text: str) -> tuple[str, str]:
 def _observed(ctx: AdapterContext, text: str) -> str:
     task = ProcedureTask(
         ctx.seed.seed_id,
-        ctx.pg_db,
+        ctx.workspace.db,
         tuple(ctx.seed.setup["postgres"]),
         ctx.seed.procedure.render("postgres"),
         tuple(r.call for r in ctx.validated.suite.expected),

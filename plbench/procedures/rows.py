@@ -1,0 +1,87 @@
+"""Release rows of the procedures subset: one TaskRow per scenario task and dialect.
+
+`setup_sql` is a JSON array of statements (the task's setup, run in order before the candidate is
+installed); `test_cases` the calls in the row's dialect; `call_suite` the calls with what the reference
+did after each (error, output lines, per-table row count and content hash).
+"""
+
+from __future__ import annotations
+
+import json
+
+from plbench.normalize.emit import schema_name
+from plbench.procedures.grade import Grade, ProcedureTask, grade
+from plbench.procedures.seeds import SUBSET
+from plbench.procedures.tasks import ScenarioTask
+from plbench.procedures.workspace import DatabaseCopy
+from plbench.taskrow import TaskRow
+
+COMPARISON = {
+    "after_every_call": True,
+    "state": "every user table: row count and sum(hash_record_extended(row, 0)), computed in SQL",
+    "outputs": "output lines in order",
+    "error": "the SQLSTATE (PostgreSQL) or ORA- code (Oracle) raised, or none",
+    "setup_sql": "a JSON array of statements run in order",
+}
+CROSSCHECK = "the crosscheck stage covers MBPP tasks"
+
+
+def task_row(task: ScenarioTask, engine_version: str | None) -> TaskRow:
+    split = task.seed_id.split("/")[1]
+    return TaskRow(
+        task_id=task.task_id,
+        subset=SUBSET,
+        dialect=task.dialect,
+        source_dataset=f"Spider 1.0 {split}",
+        source_id=task.seed_id,
+        database=task.database,
+        prompt=task.prompt,
+        entry_point=task.entry_point,
+        signature=json.dumps([{"name": n, "type": t} for n, t in task.signature]),
+        setup_sql=json.dumps(list(task.setup_sql), ensure_ascii=False),
+        scaffold=task.scaffold,
+        reference_code=task.reference_code,
+        test_cases=json.dumps([c["call"][task.dialect] for c in task.call_suite["calls"]], ensure_ascii=False),
+        comparison=json.dumps(COMPARISON, sort_keys=True),
+        plsql_constructs=task.constructs,
+        tables_required=task.tables,
+        replay_status=task.replay_status,
+        replay_engine=engine_version if task.replay_status == "passed" else None,
+        replay_detail=task.replay_detail or None,
+        mutants_total=task.mutants_total,
+        mutants_killed=task.mutants_killed,
+        crosscheck_detail=CROSSCHECK,
+        notes=task.notes,
+        scenario=task.scenario,
+        materials=json.dumps(task.materials, ensure_ascii=False, sort_keys=True),
+        call_suite=json.dumps(task.call_suite, ensure_ascii=False, sort_keys=True),
+        statements=task.statements,
+        cyclomatic=task.cyclomatic,
+    )
+
+
+def grading_task(row: TaskRow, db: DatabaseCopy) -> ProcedureTask:
+    """What the grader needs, read back from a release row (PostgreSQL rows: their calls are CALLs)."""
+    suite = json.loads(row.call_suite)
+    expected = tuple(
+        (c["error"], tuple(c["lines"]), tuple(sorted((t, tuple(v)) for t, v in c["state"].items())))
+        for c in suite["calls"]
+    )
+    stored = tuple(t for t in suite["initial_state"] if t not in {n.strip('"') for n in db.tables})
+    return ProcedureTask(
+        row.task_id,
+        db,
+        tuple(json.loads(row.setup_sql)),
+        row.reference_code,
+        tuple(json.loads(row.test_cases)),
+        expected,
+        stored,
+    )
+
+
+def grade_row(engine, row: TaskRow, candidate: str) -> Grade:
+    """Grade a candidate against a released procedures row on its loaded database."""
+    schema = schema_name("spider1", row.database)
+    with engine.session(reads=(schema,)) as session:
+        db = DatabaseCopy.introspect(session, schema)
+    return grade(engine, grading_task(row, db), candidate)
