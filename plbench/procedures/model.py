@@ -8,7 +8,7 @@ and a raise of a defined error. The statement count and cyclomatic complexity ar
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
@@ -111,8 +111,14 @@ class Procedure:
     params: tuple[Param, ...]
     body: tuple
     counter: str = ""  # a local integer variable the body uses ("" when none)
+    _rendered: dict = field(default_factory=dict, compare=False, repr=False)  # dialect -> text, rendered once
 
     def render(self, dialect: str) -> str:
+        if dialect not in self._rendered:
+            self._rendered[dialect] = self._render(dialect)
+        return self._rendered[dialect]
+
+    def _render(self, dialect: str) -> str:
         text = PROCEDURE_TEXT[dialect]
         params = ", ".join(
             text.param.format(name=p.name, type=p.type[dialect], table=p.table[dialect], column=p.column[dialect])
@@ -151,4 +157,4 @@ class Procedure:
         return 1 + decisions
 
     def with_body(self, body: tuple) -> Procedure:
-        return replace(self, body=body)
+        return replace(self, body=body, _rendered={})

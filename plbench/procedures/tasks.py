@@ -66,6 +66,7 @@ class AdapterContext:
     workspace: Workspace
     suite_json: dict = field(default_factory=dict)
     executed: frozenset[str] = frozenset()  # the dialects with an engine in this build (their code runs)
+    verdicts: dict[str, str] = field(default_factory=dict)  # procedure text -> fails() answer
 
     def runs(self, target: str) -> bool:
         """Whether code in the `target` dialect runs in this build."""
@@ -76,8 +77,12 @@ class AdapterContext:
         return self.validated.seed
 
     def fails(self, procedure_text: str) -> str:
-        """'' when this PostgreSQL procedure reproduces the call suite, else where it first differs."""
-        return fails_suite(self.workspace, self.seed, self.validated.suite, procedure_text)
+        """'' when this PostgreSQL procedure reproduces the call suite, else where it first differs.
+
+        Remembered per text: the suite is deterministic, and several adapters ask about the same code."""
+        if procedure_text not in self.verdicts:
+            self.verdicts[procedure_text] = fails_suite(self.workspace, self.seed, self.validated.suite, procedure_text)
+        return self.verdicts[procedure_text]
 
     def schema(self, dialect: str) -> str:
         databases = {db.dialect: db for db in (self.pg_db, self.oracle_db) if db is not None}
