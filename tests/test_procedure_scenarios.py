@@ -240,3 +240,18 @@ def test_release_rows_grade_back_from_the_catalog(pg_engine, built, scenario):
     assert passed.passed and passed.call_verdicts == ["pass"] * len(json.loads(row.test_cases))
     scaffold = grade_row(pg_engine, row, row.scaffold)
     assert not scaffold.passed and scaffold.detail.startswith("state differs after call 1: table orders_report")
+
+
+def test_manifest_section_counts_every_scenario_and_dialect(built):
+    from plbench.procedures.summary import below_floor, summarize
+
+    section = summarize([built], ("oracle", "postgres"))
+    seeds = len(built.seeds.seeds)
+    assert section["seeds"]["validated"] == seeds and section["seeds"]["nondeterministic"] == 1
+    a5 = section["scenarios"]["a5/postgres"]
+    assert a5["input"] == seeds and a5["released"] + a5["rejected"]["a5_not_applicable"] == seeds
+    assert "c2/oracle" not in section["scenarios"] and section["scenarios"]["c2/postgres"]["released"] == seeds
+    assert all(v["kill_rate"] == 1.0 for v in section["scenarios"].values())
+    assert below_floor(section) == []
+    section["scenarios"]["a1/postgres"]["kill_rate"] = 0.9
+    assert below_floor(section) == ["a1/postgres: 90.0% of mutants killed"]
