@@ -5,8 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.operators.stages import augment_constant_tasks
-from plbench.pipeline import (
+from plbench.mbpp.stages import (
     Ingested,
     StageOutput,
     build_tasks,
@@ -15,6 +14,7 @@ from plbench.pipeline import (
     infer_signatures,
     ingest,
 )
+from plbench.operators.stages import augment_constant_tasks
 from plbench.records import task_id
 
 GROUP = "mbpp"

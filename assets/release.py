@@ -8,7 +8,7 @@ fails a suite stops the build before anything is written.
 import dagster as dg
 
 from plbench.config import BuildConfig
-from plbench.pipeline import Ingested, ReplayReport, RoundTripReport, StageOutput
+from plbench.mbpp.stages import Ingested, ReplayReport, RoundTripReport, StageOutput
 from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.spider.stages import SpiderInputs, SpiderTasks

@@ -13,7 +13,7 @@ import dagster as dg
 
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.pipeline import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
+from plbench.mbpp.stages import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
 
 GROUP = "validation"
 

@@ -26,7 +26,7 @@ from plbench.config import BuildConfig
 from plbench.engines.postgres import PostgresEngine
 from plbench.evaluate import Candidate, evaluate
 from plbench.mbpp.artifacts import TaskEmitter
-from plbench.pipeline import build_tasks, extract_test_cases, infer_signatures, ingest
+from plbench.mbpp.stages import build_tasks, extract_test_cases, infer_signatures, ingest
 
 
 def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> list[Candidate]:

@@ -17,9 +17,7 @@ from collections import Counter
 
 from plbench.config import BuildConfig
 from plbench.engines.postgres import PostgresEngine
-from plbench.operators.proposers import DeterministicProposer
-from plbench.operators.stages import augment_constant_tasks, ile_tasks
-from plbench.pipeline import (
+from plbench.mbpp.stages import (
     StageOutput,
     build_tasks,
     extract_test_cases,
@@ -28,6 +26,8 @@ from plbench.pipeline import (
     replay_stage,
     roundtrip_stage,
 )
+from plbench.operators.proposers import DeterministicProposer
+from plbench.operators.stages import augment_constant_tasks, ile_tasks
 
 
 def timed(label: str, fn, *args):

@@ -20,7 +20,7 @@ import time
 from plbench.config import BuildConfig
 from plbench.engines.postgres import PostgresEngine
 from plbench.mbpp.artifacts import TaskEmitter
-from plbench.pipeline import build_tasks, extract_test_cases, infer_signatures, ingest
+from plbench.mbpp.stages import build_tasks, extract_test_cases, infer_signatures, ingest
 
 
 def task_statements(config: BuildConfig, limit: int) -> list[list[str]]:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.artifacts import TypedTask
-from plbench.pipeline import ReplayReport, RoundTripReport, collect_types
+from plbench.mbpp.stages import ReplayReport, RoundTripReport, collect_types
 from plbench.records import Rejection, task_id
 from plbench.release_diff import diff_rows
 from plbench.taskrow import TASK_SCHEMA, TaskRow, arrow_schema, as_record, task_records

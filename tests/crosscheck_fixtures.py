@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from plbench.config import BuildConfig
 from plbench.engines.base import Engine
-from plbench.pipeline import ReplayReport, build_tasks, extract_test_cases, infer_signatures, ingest
+from plbench.mbpp.stages import ReplayReport, build_tasks, extract_test_cases, infer_signatures, ingest
 from plbench.raw_sources import SourceFile
 from plbench.release import task_rows
 from plbench.sandbox import SandboxLimits

@@ -40,7 +40,7 @@ def release_row(task, dialect: str = "postgres", **fields) -> dict:
     """The release row fields grading reads, from the task's emitted artifacts (as the release writes them)."""
     import json
 
-    from plbench.pipeline import emit_artifacts
+    from plbench.mbpp.stages import emit_artifacts
 
     art = emit_artifacts(task, dialect)
     comparison = {"atol": task.comparison.atol, "rtol": task.comparison.rtol, "unordered": task.comparison.unordered}

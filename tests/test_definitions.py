@@ -121,7 +121,7 @@ def test_code_versions_follow_the_code_an_asset_runs():
     from assets.versions import ROOT, code_version, source_files
 
     files = {p.relative_to(ROOT).as_posix() for p in source_files("assets.replay")}
-    assert {"assets/replay.py", "plbench/pipeline.py", "plbench/validation/replay.py"} <= files
+    assert {"assets/replay.py", "plbench/mbpp/stages.py", "plbench/validation/replay.py"} <= files
     assert "plbench/spider/stages.py" not in files  # a Spider change leaves replay fresh
     assert code_version("assets.replay") == code_version("assets.replay") != code_version("assets.spider")
 

@@ -23,10 +23,10 @@ from plbench.config import BuildConfig
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import grade
 from plbench.mbpp.artifacts import TaskEmitter
+from plbench.mbpp.stages import Ingested, extract_test_cases
 from plbench.normalize.emit import normalize
 from plbench.normalize.load import load_postgres, verify_postgres
 from plbench.normalize.sqlite_source import read_sqlite
-from plbench.pipeline import Ingested, extract_test_cases
 from plbench.records import RawProblem
 from plbench.sandbox import SandboxLimits
 from plbench.validation.diagnostics import INTERFACE, WRONG_LOGIC
@@ -357,7 +357,7 @@ def _mbpp_line(n: int, text: str = "Add.") -> bytes:
 
 
 def test_broken_mbpp_lines_are_rejections_naming_file_and_line_and_the_counts_reconcile(tmp_path):
-    from plbench.pipeline import ingest
+    from plbench.mbpp.stages import ingest
 
     body = (
         _mbpp_line(1)
@@ -381,7 +381,7 @@ def test_broken_mbpp_lines_are_rejections_naming_file_and_line_and_the_counts_re
 
 
 def test_a_truncated_or_tampered_raw_file_is_a_checksum_error(tmp_path):
-    from plbench.pipeline import ingest
+    from plbench.mbpp.stages import ingest
     from plbench.raw_sources import RawSourceError
 
     body = _mbpp_line(1) + _mbpp_line(2)
@@ -485,7 +485,7 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
 
     from pipelines.resources import PostgresResource
     from plbench.engines.base import EngineUnavailable
-    from plbench.pipeline import StageOutput, build_tasks, replay_stage
+    from plbench.mbpp.stages import StageOutput, build_tasks, replay_stage
 
     data = tmp_path / "pg"
     server = pgserver.get_server(str(data), cleanup_mode=None)
@@ -560,7 +560,7 @@ def test_random_values_of_every_type_and_mix_round_trip_on_postgres(pg_engine):
     from hypothesis import HealthCheck, given, settings
 
     from plbench.mbpp.pytypes import TypingError
-    from plbench.pipeline import representable_cases
+    from plbench.mbpp.stages import representable_cases
     from plbench.validation.roundtrip import roundtrip_task
 
     value = _strategies()

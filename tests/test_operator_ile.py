@@ -4,10 +4,10 @@ the round trip; a task no rule can change is rejected with the reasons of its pr
 
 import pytest
 
+from plbench.mbpp.stages import StageOutput, build_tasks
 from plbench.operators.framework import Ledger, Proposal
 from plbench.operators.ile import SandboxExecutor, enhance, initial_state, realize
 from plbench.operators.proposers import DeterministicProposer
-from plbench.pipeline import StageOutput, build_tasks
 from plbench.validation.replay import validate_task
 from plbench.validation.roundtrip import roundtrip_task
 from tests.helpers import typed_task

@@ -3,10 +3,10 @@
 from plbench import values
 from plbench.config import BuildConfig
 from plbench.mbpp.pytypes import conforms
+from plbench.mbpp.stages import Ingested, StageOutput
 from plbench.operators.constant import augment_constant, is_constant
 from plbench.operators.inputs import accepted_outputs, mutate, mutated_inputs, task_rng
 from plbench.operators.stages import augment_constant_tasks
-from plbench.pipeline import Ingested, StageOutput
 from plbench.records import RawProblem
 from plbench.sandbox import run_reference
 from tests.helpers import typed_task

@@ -3,10 +3,10 @@ task, the exact outputs of the new reference in the sandbox, and the clause in b
 
 import pytest
 
+from plbench.mbpp.stages import emit_artifacts
 from plbench.operators import rules
 from plbench.operators.ile import IleState, SandboxExecutor, realize
 from plbench.operators.proposers import template_proposal
-from plbench.pipeline import emit_artifacts
 from tests.helpers import typed_task
 
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from plbench.config import BuildConfig
 from plbench.mbpp.artifacts import TypedTask
+from plbench.mbpp.stages import Ingested, StageOutput
 from plbench.operators.constant import augment_constant, is_constant
 from plbench.operators.framework import Ledger, Proposer
 from plbench.operators.ile import SUBSET, Enhanced, SandboxExecutor, enhance
-from plbench.pipeline import Ingested, StageOutput
 from plbench.records import Rejection
 
 DEFAULT_ROUNDS = 2

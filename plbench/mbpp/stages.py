@@ -1,4 +1,4 @@
-"""The build stages as plain functions: raw files → typed tasks → artifacts → release rows.
+"""The MBPP and MBPP+ stages as plain functions: raw files → typed tasks → artifacts → replay and round trip.
 
 Each stage takes the previous stage's value and returns its own plus the
 rejections it made. Dagster assets (assets) and the tests call these
