@@ -1,78 +1,37 @@
 """The release assets: `release_tables` (rows, manifest, quality checks, in memory) and `release`
 (versioned Parquet tables, manifest and dataset card, written atomically).
 
-Two assets so the quality suites run as blocking checks between them: a release table that
-fails a suite stops the build before anything is written.
+`release_tables` reads, for every registered subset (plbench.subsets), the assets its
+`release_inputs` name, and hands their values to the subset's `release_part`. Two assets so
+the quality suites run as blocking checks between them: a release table that fails a suite
+stops the build before anything is written.
 """
 
 import dagster as dg
 
 from plbench.config import BuildConfig
-from plbench.mbpp.stages import Ingested, ReplayReport, RoundTripReport, StageOutput
 from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
-from plbench.spider.stages import SpiderInputs, SpiderTasks
-from plbench.spider.summary import NormalizationSummary
+from plbench.subsets import SUBSETS
 from plbench.validation.crosscheck import CrosscheckReport
 from plbench.validation.metadata import metadata_accuracy
 
 GROUP = "release"
+RELEASE_SUBSETS = tuple(SUBSETS.values())  # as registered when the definitions load
+RELEASE_INPUTS = sorted({key for s in RELEASE_SUBSETS for key in s.release_inputs})
 
 
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
-    ins={
-        "mbpp_raw": dg.AssetIn(),
-        "mbpp_plus_raw": dg.AssetIn(),
-        "mbpp_test_cases": dg.AssetIn(),
-        "mbpp_signatures": dg.AssetIn(),
-        "mbpp_augmented": dg.AssetIn(),
-        "mbpp_tasks": dg.AssetIn(),
-        "replay_postgres": dg.AssetIn(key=["replay_validation_postgres"]),
-        "replay_oracle": dg.AssetIn(key=["replay_validation_oracle"]),
-        "roundtrip_postgres": dg.AssetIn(key=["roundtrip_postgres"]),
-        "roundtrip_oracle": dg.AssetIn(key=["roundtrip_oracle"]),
-        "spider1_raw": dg.AssetIn(),
-        "spider2_lite_raw": dg.AssetIn(),
-        "normalization_report": dg.AssetIn(),
-        "spider_plsql_tasks": dg.AssetIn(),
-        "spider2_tasks": dg.AssetIn(),
-    },
-    description="Release rows, rejections, types, databases and manifest, reconciled, before writing.",
+    ins={key: dg.AssetIn(key=key) for key in RELEASE_INPUTS},
+    description="Release rows, rejections, types, databases and manifest of every subset, reconciled, before writing.",
 )
 def release_tables(
-    context: dg.AssetExecutionContext,
-    build: dg.ResourceParam[BuildConfig],
-    mbpp_raw: Ingested | None,
-    mbpp_plus_raw: Ingested | None,
-    mbpp_test_cases: StageOutput,
-    mbpp_signatures: StageOutput,
-    mbpp_augmented: StageOutput,
-    mbpp_tasks: StageOutput,
-    replay_postgres: ReplayReport,
-    replay_oracle: ReplayReport,
-    roundtrip_postgres: RoundTripReport,
-    roundtrip_oracle: RoundTripReport,
-    spider1_raw: SpiderInputs | None,
-    spider2_lite_raw: SpiderInputs | None,
-    normalization_report: NormalizationSummary,
-    spider_plsql_tasks: SpiderTasks,
-    spider2_tasks: SpiderTasks,
+    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], **values
 ) -> PreparedRelease:
-    ingested = [r for r in (mbpp_raw, mbpp_plus_raw) if r is not None]
-    spider = [r for r in (spider1_raw, spider2_lite_raw) if r is not None]
-    prepared = prepare_release(
-        build,
-        ingested,
-        [mbpp_test_cases, mbpp_signatures, mbpp_augmented, mbpp_tasks],
-        mbpp_tasks.items,
-        {"postgres": replay_postgres, "oracle": replay_oracle},
-        {"postgres": roundtrip_postgres, "oracle": roundtrip_oracle},
-        extra_inputs=spider,
-        extra_tasks=[spider_plsql_tasks, spider2_tasks],
-        normalization=normalization_report,
-    )
+    parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in RELEASE_SUBSETS]
+    prepared = prepare_release(build, parts)
     prepared.manifest["quality"] = check_release(prepared)
     prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
     context.add_output_metadata(

@@ -16,12 +16,11 @@ import dagster as dg
 
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.spider.plsql_tasks import SpiderTasks, build_spider_plsql
+from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.stages import (
     DatabaseReport,
     SpiderInputs,
-    SpiderTasks,
-    build_spider2,
-    build_spider_plsql,
     database_keys,
     ingest_spider1,
     ingest_spider2,

@@ -15,7 +15,11 @@ every rule without reading code. Each entry names a GX expectation type and its 
 - `"manifest_value": "<name>"` expands the expectation once per group the manifest counts
   (subset and dialect, source ...), with the group as its `where` and the manifest's
   number as the expected value (`value`, or `min_value` = `max_value` for sums) — see
-  `MANIFEST_VALUES`.
+  `MANIFEST_VALUES`;
+- `"subset_columns": "required_columns"` repeats the expectation once per registered subset
+  (plbench.subsets) and column that subset names, restricted to that subset's rows;
+- a kwarg `"$subsets"` is the list of registered subset names, and `$subsets` inside a
+  string (a regex) their alternation.
 
 GX 1.x is called directly (`dagster-ge` does not support 1.x) through an ephemeral context on
 pandas DataFrames: no project folder, no analytics, no progress bars.
@@ -24,6 +28,7 @@ pandas DataFrames: no project folder, no analytics, no progress bars.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -139,11 +144,35 @@ def load_suite(name: str) -> dict:
     return json.loads((SUITES_DIR / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def _with_subsets(value):
+    """`"$subsets"` -> the registered subset names; `$subsets` in a string -> their alternation."""
+    from plbench.subsets import SUBSETS
+
+    if value == "$subsets":
+        return sorted(SUBSETS)
+    if isinstance(value, str) and "$subsets" in value:
+        return value.replace("$subsets", "|".join(re.escape(n) for n in sorted(SUBSETS)))
+    return value
+
+
+def _subset_columns(entry: dict) -> list[tuple[str, dict, dict | None]]:
+    from plbench.subsets import SUBSETS
+
+    return [
+        (entry["expectation"], dict(entry.get("kwargs", {}), column=column), {"subset": name})
+        for name, subset in sorted(SUBSETS.items())
+        for column in getattr(subset, entry["subset_columns"])
+    ]
+
+
 def expand_suite(suite: dict, manifest: dict) -> list[tuple[str, dict, dict | None]]:
-    """The suite's entries as (expectation type, kwargs, where), one per column and manifest group."""
+    """The suite's entries as (expectation type, kwargs, where), one per column, subset and manifest group."""
     configs = []
     for entry in suite["expectations"]:
-        base = dict(entry.get("kwargs", {}))
+        if "subset_columns" in entry:
+            configs += _subset_columns(entry)
+            continue
+        base = {k: _with_subsets(v) for k, v in entry.get("kwargs", {}).items()}
         variants = [dict(base, column=c) for c in entry["columns"]] if "columns" in entry else [base]
         where = entry.get("where")
         if "manifest_value" not in entry:
@@ -249,7 +278,7 @@ def describe_failure(result) -> str:
 
 
 def condition_text(condition) -> str:
-    """`subset == 'mbpp' and dialect == 'oracle'` from a serialized GX condition."""
+    """`subset == 'mbpp' and level == 'task'` from a serialized GX condition."""
     data = condition if isinstance(condition, dict) else condition.dict()
     if data.get("type") == "and":
         return " and ".join(condition_text(c) for c in data["conditions"])

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -107,6 +109,39 @@ class TaskRow:
 TASK_SCHEMA = arrow_schema(TaskRow)
 
 
+def by_dialect(items: Iterable) -> defaultdict[str | None, list]:
+    """Task rows or rejections grouped by their `dialect` (None: a rejection that holds for every dialect)."""
+    groups: defaultdict[str | None, list] = defaultdict(list)
+    for item in items:
+        groups[item.dialect].append(item)
+    return groups
+
+
 def task_records(rows: list[TaskRow]) -> list[dict]:
     """The Arrow rows of tasks.parquet, sorted by subset, task id and dialect."""
     return [as_record(r) for r in sorted(rows, key=lambda r: (r.subset, r.task_id, r.dialect))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TypeRow:
+    """A named collection or object type of one dialect, once, with how many released tasks use it."""
+
+    dialect: str
+    name: str
+    ddl: str
+    tasks: int
+
+
+TYPE_SCHEMA = arrow_schema(TypeRow)
+
+
+def type_rows(usages: Iterable[tuple[str, str, str]]) -> list[dict]:
+    """The Arrow rows of types.parquet from (dialect, name, DDL), one per task using the type, sorted;
+    a name given two definitions in one dialect is an error."""
+    ddl: dict[tuple[str, str], str] = {}
+    count: Counter = Counter()
+    for dialect, name, text in usages:
+        if ddl.setdefault((dialect, name), text) != text:
+            raise AssertionError(f"type {name} has two definitions in {dialect}")
+        count[(dialect, name)] += 1
+    return [as_record(TypeRow(dialect=d, name=n, ddl=ddl[(d, n)], tasks=count[(d, n)])) for d, n in sorted(ddl)]

@@ -19,8 +19,8 @@ from plbench.config import BuildConfig
 from plbench.engines.base import Engine
 from plbench.mbpp.stages import ReplayReport, build_tasks, extract_test_cases, infer_signatures, ingest
 from plbench.raw_sources import SourceFile
-from plbench.release import task_rows
 from plbench.sandbox import SandboxLimits
+from plbench.subsets.mbpp import task_rows
 from plbench.taskrow import TASK_SCHEMA, task_records
 from plbench.validation.replay import validate_task
 
@@ -267,10 +267,13 @@ def build_release(root: Path, engine: Engine) -> Path:
         "postgres", True, engine=engine.version(), results=[validate_task(engine, a.task) for a in artifacts]
     )
     reference = {(p.subset, p.source_id): p.reference_code for p in ingested.problems}
-    rows, rejected = task_rows(artifacts, {"postgres": replay}, reference, {"mbpp": "0" * 64}, "fixture")
+    rows, rejected = task_rows(artifacts, {"postgres": replay}, reference, {"mbpp": "0" * 64})
     if rejected:
         raise AssertionError(f"fixture tasks failed replay: {rejected}")
     out = root / "release"
     out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(task_records(rows), schema=TASK_SCHEMA), out / "tasks.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(task_records([r.with_(build_id="fixture") for r in rows]), schema=TASK_SCHEMA),
+        out / "tasks.parquet",
+    )
     return out

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from plbench.quality import check_release, expand_suite, failed_suites, load_suite
-from plbench.release import REJECTION_SCHEMA, TYPE_SCHEMA, PreparedRelease
+from plbench.release import REJECTION_SCHEMA, PreparedRelease
 from plbench.spider.summary import DATABASE_SCHEMA
 from plbench.spider.tasks import oracle_reference_block, postgres_reference_block
-from plbench.taskrow import TaskRow
+from plbench.taskrow import TYPE_SCHEMA, TaskRow
 from plbench.validation.metadata import (
     detect_constructs,
     embedded_queries,

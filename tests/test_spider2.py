@@ -16,40 +16,48 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from plbench.normalize.emit import normalize
+from plbench.config import BuildConfig
+from plbench.normalize.emit import normalize, schema_name
 from plbench.spider import spider2
-from plbench.spider.spider2 import (
-    load_all,
-    nested_json,
-    parse_ddl,
-    python_repr_value,
-    read_spider2_databases,
-    schema_names,
-    unpack_archives,
-)
-from plbench.spider.spider2_tasks import build_tasks, resolve_database
+from plbench.spider.spider2 import parse_ddl, unpack_archives
+from plbench.spider.spider2_rows import build_spider2
+from plbench.spider.spider2_tasks import resolve_database
+from plbench.spider.spider2_values import nested_json, python_repr_value
+from plbench.spider.stages import ingest_spider2, normalize_database
 from tests.fixtures import LITE, write_spider2
 
 
 @pytest.fixture(scope="module")
-def raw_root(tmp_path_factory) -> Path:
+def ingested(tmp_path_factory):
+    """The build's own ingest of the fixture tree: (config, Spider2Inputs)."""
     root = tmp_path_factory.mktemp("raw")
-    write_spider2(root, tmp_path_factory.mktemp("staging"))
-    return root
+    catalog = write_spider2(root, tmp_path_factory.mktemp("staging"))
+    config = BuildConfig(
+        raw_dir=root,
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        normalized_dir=tmp_path_factory.mktemp("normalized"),
+        catalog=catalog,
+    )
+    return config, ingest_spider2(config)
 
 
 @pytest.fixture(scope="module")
-def read(raw_root, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    databases, rejections = read_spider2_databases(raw_root, cache)
-    return {d.name: d for d in databases}, rejections, cache
+def raw_root(ingested) -> Path:
+    return ingested[0].raw_dir
+
+
+@pytest.fixture(scope="module")
+def read(ingested):
+    """Every description as the partitions read it, by folder name, and the cache."""
+    config, inputs = ingested
+    return {name.split(".", 1)[1]: inputs.read(name, None) for name in inputs.databases}, config.cache_dir
 
 
 # ---- archives ------------------------------------------------------------------------------------
 
 
 def test_archives_unpack_once_into_the_cache(raw_root, read):
-    _, _, cache = read
+    _, cache = read
     roots = unpack_archives(raw_root, cache)
     marker = roots["bigquery"].parent / ".complete"
     stamp = marker.stat().st_mtime_ns
@@ -66,9 +74,9 @@ def test_archives_unpack_once_into_the_cache(raw_root, read):
 # ---- reading -------------------------------------------------------------------------------------
 
 
-def test_every_description_is_read_with_its_header_variant(read):
-    databases, rejections, _ = read
-    assert rejections == []
+def test_every_description_is_read_with_its_header_variant(ingested, read):
+    databases, _ = read
+    assert sorted(ingested[1].databases) == ["bigquery.shop_bq", "snowflake.SHOP_SF", "sqlite.SQLITE_SHOP"]
     assert {n: d.source_dialect for n, d in databases.items()} == {
         "SQLITE_SHOP": "sqlite",
         "shop_bq": "bigquery",
@@ -174,45 +182,49 @@ def test_snowflake_ddl_in_both_dialects(read):
 
 
 def test_schema_names_are_unique_across_sources(read):
-    databases = list(read[0].values())
-    twin = spider2.SourceDatabase("spider2_lite", "shop_sf", "bigquery", "x", [])
-    names = schema_names(databases + [twin])
-    assert names["spider2_lite/SQLITE_SHOP|sqlite"] == "s2_sqlite_shop"
-    assert names["spider2_lite/SHOP_SF|snowflake"] == "s2_shop_sf_sf"
-    assert names["spider2_lite/shop_sf|bigquery"] == "s2_shop_sf_bq"
+    assert {normalize(db, "postgres").schema_name for db in read[0].values()} == {
+        "s2_sqlite_sqlite_shop",
+        "s2_bigquery_shop_bq",
+        "s2_snowflake_shop_sf",
+    }
+    # BigQuery and Snowflake share ten names after case folding: the source dialect keeps them apart
+    assert schema_name("spider2_lite", "bigquery.shop_sf") == "s2_bigquery_shop_sf"
+    assert schema_name("spider2_lite", "snowflake.SHOP_SF") == "s2_snowflake_shop_sf"
 
 
-# ---- loading and tasks on the real PostgreSQL ----------------------------------------------------
+# ---- loading and tasks on the real PostgreSQL, as the partitions and the task stage do -------------
 
 
 @pytest.fixture(scope="module")
-def loaded(read, pg_engine):
-    databases = list(read[0].values())
-    with pg_engine.connection() as conn:
-        yield load_all(conn, databases), conn
+def loaded(ingested, pg_engine):
+    config, inputs = ingested
+    return {name: normalize_database(config, inputs, name, pg_engine) for name in sorted(inputs.databases)}
 
 
-def test_all_fixture_databases_load_and_verify(loaded):
-    reports, conn = loaded
-    assert {k: (r.verified, r.error) for k, r in reports.items()} == {
-        "spider2_lite/SQLITE_SHOP|sqlite": (True, ""),
-        "spider2_lite/shop_bq|bigquery": (True, ""),
-        "spider2_lite/SHOP_SF|snowflake": (True, ""),
+def test_all_fixture_databases_load_and_verify(loaded, pg_engine):
+    assert {k: (r.load.verified, r.load.error) for k, r in loaded.items()} == {
+        "sqlite.SQLITE_SHOP": (True, ""),
+        "bigquery.shop_bq": (True, ""),
+        "snowflake.SHOP_SF": (True, ""),
     }
-    assert conn.execute("SELECT attrs->>'color', raw FROM s2_shop_sf.items").fetchone() == ("red", b"\x00\xff")
+    with pg_engine.connection() as conn:
+        row = conn.execute("SELECT attrs->>'color', raw FROM s2_snowflake_shop_sf.items").fetchone()
+    assert row == ("red", b"\x00\xff")
 
 
 def test_question_database_names_resolve(read):
-    by_key = {(d.source_dialect, d.name): d for d in read[0].values()}
+    by_key = {(d.source_dialect, name): d for name, d in read[0].items()}
     assert resolve_database("sqlite-shop", "sqlite", by_key) == "SQLITE_SHOP"
     assert resolve_database("shop-bq", "snowflake", by_key) is None
 
 
-def test_task_records_reconcile_and_carry_the_gold_analysis(raw_root, read, loaded):
-    _, conn = loaded
-    tasks, rejections = build_tasks(raw_root, list(read[0].values()), conn)
-    assert len(tasks) + len(rejections) == 4
-    assert {(r.source_id, r.reason_code) for r in rejections} == {
+def test_task_records_reconcile_and_carry_the_gold_analysis(ingested, loaded):
+    config, inputs = ingested
+    built = build_spider2(config, inputs, loaded, {})
+    tasks = [t for report in loaded.values() for t in report.spider2_tasks]
+    assert len(tasks) + len(inputs.rejections) == inputs.input_count == 4
+    assert {(r.source_id, r.dialect) for r in built.rows} == {("bq001", "postgres"), ("local001", "postgres")}
+    assert {(r.source_id, r.reason_code) for r in inputs.rejections} == {
         ("local002", "no_gold_sql"),
         ("sf001", "database_not_found"),
     }
@@ -222,7 +234,7 @@ def test_task_records_reconcile_and_carry_the_gold_analysis(raw_root, read, load
     assert local.tables_required == ["customers", "orders"]
     assert local.columns_required == ["customers.id", "customers.name", "orders.amount", "orders.customer_id"]
     assert local.unresolved == []
-    assert local.executes_on_samples is True and "s2_sqlite_shop.customers" in local.gold_postgres
+    assert local.executes_on_samples is True and "s2_sqlite_sqlite_shop.customers" in local.gold_postgres
     assert local.oracle_parses and sqlglot.parse_one(local.gold_oracle, read="oracle") is not None
     assert local.reference_results == {"local001.csv": "name,total\nZoë,4.0\n"}
     assert bq.tables_required == ["bigquery-public-data.shop.events_*"]
@@ -241,12 +253,9 @@ RAW = os.environ.get("PLBENCH_RAW_DIR")
 
 @pytest.mark.mirror
 @pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")
-def test_all_162_descriptions_load(pg_engine, tmp_path_factory):
-    from plbench.config import BuildConfig
-
-    databases, rejections = read_spider2_databases(Path(RAW), BuildConfig.from_env().cache_dir)
-    assert rejections == [] and len(databases) == 162
-    with pg_engine.connection() as conn:
-        reports = load_all(conn, databases)
-    assert {k: r.error or r.mismatches() for k, r in reports.items() if not r.verified} == {}
-    assert len(reports) == 162
+def test_all_162_descriptions_load(pg_engine):
+    config = BuildConfig.from_env()
+    inputs = ingest_spider2(config)
+    assert len(inputs.databases) == 162
+    reports = {name: normalize_database(config, inputs, name, pg_engine) for name in sorted(inputs.databases)}
+    assert {k: r.load.error or r.load.mismatches() for k, r in reports.items() if not r.load.verified} == {}

@@ -25,6 +25,7 @@ from plbench.mbpp.typing_stage import type_task
 from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
 from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
+from plbench.taskrow import by_dialect, type_rows
 from plbench.validation.replay import ReplayResult, validate_task
 from plbench.validation.roundtrip import RoundTrip, roundtrip_task
 
@@ -194,14 +195,12 @@ def build_tasks(typed: StageOutput) -> StageOutput:
     start = time.perf_counter()
     out = StageOutput([])
     for task in typed.items:
-        for dialect in sorted(DIALECTS):
+        for target in sorted(DIALECTS):
             try:
-                artifacts, dropped = _emit_representable(task, dialect)
+                artifacts, dropped = _emit_representable(task, target)
             except UnrepresentableValue as exc:
                 out.rejections.append(
-                    Rejection(
-                        task.subset, task.source_id, "task_emission", exc.reason_code, exc.detail, dialect=dialect
-                    )
+                    Rejection(task.subset, task.source_id, "task_emission", exc.reason_code, exc.detail, dialect=target)
                 )
                 continue
             problems = static_problems(artifacts)
@@ -213,7 +212,7 @@ def build_tasks(typed: StageOutput) -> StageOutput:
                         "task_emission",
                         "static_check_failed",
                         "; ".join(problems)[:1000],
-                        dialect=dialect,
+                        dialect=target,
                     )
                 )
                 continue
@@ -232,16 +231,14 @@ def static_problems(artifacts: TaskArtifacts) -> list[str]:
     return problems
 
 
+def type_usages(artifacts: list[TaskArtifacts]) -> list[tuple[str, str, str]]:
+    """(dialect, type name, DDL) once per task artifact using the type."""
+    return [(art.dialect, name, ddl) for art in artifacts for name, ddl in art.types]
+
+
 def collect_types(artifacts: list[TaskArtifacts]) -> list[dict]:
     """Every named type, once per dialect and name, with how many tasks use it."""
-    usage: dict[tuple[str, str], dict] = {}
-    for art in artifacts:
-        for name, ddl in art.types:
-            row = usage.setdefault((art.dialect, name), {"dialect": art.dialect, "name": name, "ddl": ddl, "tasks": 0})
-            if row["ddl"] != ddl:
-                raise AssertionError(f"type {name} has two definitions in {art.dialect}")
-            row["tasks"] += 1
-    return [usage[k] for k in sorted(usage)]
+    return type_rows(type_usages(artifacts))
 
 
 @dataclass
@@ -280,7 +277,7 @@ def run_on_engine(engine: Engine, tasks: StageOutput, check, workers: int) -> tu
     Returns (engine version, results in task order). An engine failure propagates: the stage fails
     rather than half-reporting.
     """
-    todo = [a.task for a in tasks.items if a.dialect == engine.dialect]
+    todo = [a.task for a in by_dialect(tasks.items)[engine.dialect]]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return engine.version(), list(pool.map(lambda task: check(engine, task), todo))
 

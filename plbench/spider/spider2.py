@@ -27,15 +27,11 @@ Decisions, each recorded on the database (`SourceDatabase.decisions`):
 
 from __future__ import annotations
 
-import ast
 import csv
-import datetime as dt
-import decimal
 import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import tarfile
@@ -45,17 +41,14 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from plbench.normalize.emit import NormalizedDatabase, normalize, schema_name
-from plbench.normalize.load import LoadReport, load_postgres
 from plbench.normalize.schema import Column, ForeignKey, SourceDatabase, Table
 from plbench.normalize.typemap import refine_family, source_family
-from plbench.records import Rejection
+from plbench.spider.spider2_values import nested_json, prepare_value
 
 LITE_DIR = Path("spider2") / "spider2-lite"
 DATABASES_DIR = LITE_DIR / "resource" / "databases"
 ARCHIVES = ("bigquery", "snowflake")  # resource/databases/<name>.tar.gz, unpacked to <name>/
 DIALECT_PREFIXES = (("local", "sqlite"), ("bq", "bigquery"), ("ga", "bigquery"), ("sf", "snowflake"))
-SHORT = {"sqlite": "lite", "bigquery": "bq", "snowflake": "sf"}
 _COMPLETE = ".complete"
 
 csv.field_size_limit(sys.maxsize)  # some DDL cells hold thousands of columns
@@ -300,152 +293,6 @@ def read_dataset(folder: Path, dialect: str) -> tuple[list[RawTable], list[dict]
     return tables, decisions
 
 
-# ---- sample values ------------------------------------------------------------------------------
-
-_FAILED = object()
-_INT = re.compile(r"^[+-]?\d+$")
-_ISO_T = re.compile(r"^\d{4}-\d{2}-\d{2}T")
-_BYTEARRAY = re.compile(r"^bytearray\((b(['\"]).*\2)\)$", re.S)
-_NULL_TEMPORAL = frozenset({"NaT", "NaN", "nan", "None"})  # pandas' missing date/time spellings
-# A string literal (kept whole, so spaces inside it are never touched), or the blanks between two values.
-_REPR_GAPS = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?<=[\w'")\]}])\s+(?=[\w'"(\[{-])""")
-_NULL_NAMES = frozenset({"nan", "NaN", "inf", "NaT"})
-_WRAPPERS = frozenset({"array", "Timestamp", "Decimal", "datetime64", "Timedelta"})  # what numpy/pandas reprs wrap
-
-
-def _with_commas(text: str) -> str:
-    """numpy prints arrays without commas (`[758 897   4]`, `[{..}\\n {..}]`): put them back."""
-    return _REPR_GAPS.sub(lambda m: m.group(1) or ", ", text)
-
-
-def _literal(node: ast.AST):
-    """A literal expression's value, where `array([..], dtype=object)`, `Timestamp('..')` and
-    `Decimal('..')` stand for their first argument and nan/inf/NaT for None."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return [_literal(e) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS and node.args:
-        return _literal(node.args[0])
-    if isinstance(node, ast.Name) and node.id in _NULL_NAMES:
-        return None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _literal(node.operand)
-        return -value if isinstance(node.op, ast.USub) and value is not None else value
-    raise ValueError(f"not a literal: {type(node).__name__}")
-
-
-def _jsonable(value):
-    """The value with non-finite floats as None (JSON has no NaN), and other scalars as text."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def python_repr_value(text: str):
-    """A Python or numpy repr (as BigQuery sample rows stringify nested values) → the value, or _FAILED."""
-    try:
-        return _literal(ast.parse(_with_commas(text), mode="eval").body)
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-        return _FAILED
-
-
-# A JSON string (kept whole), or a number in exponent notation.
-_JSON_EXPONENT = re.compile(r'("(?:[^"\\]|\\.)*")|(-?\d+(?:\.\d+)?[eE][+-]?\d+)')
-
-
-def plain_numbers(text: str) -> str:
-    """JSON text with exponent numbers written out (-9.08e+18 → -9080012388038386000), as jsonb prints
-    them: otherwise the text and what jsonb gives back differ (float vs int) and the load checksum fails."""
-    return _JSON_EXPONENT.sub(lambda m: m.group(1) or format(decimal.Decimal(m.group(2)), "f"), text)
-
-
-def nested_json(value) -> tuple[str, bool]:
-    """(JSON text, parsed) for a nested sample value: a dict/list, JSON text, or a Python/numpy repr.
-
-    What parses as none of these is kept as a JSON string (parsed=False), so the column stays JSON.
-    """
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = python_repr_value(value)
-            if parsed is _FAILED:
-                return json.dumps(value, ensure_ascii=False), False
-    else:
-        parsed = value
-    return plain_numbers(json.dumps(_jsonable(parsed), ensure_ascii=False, default=str)), True
-
-
-def _timestamp(value):
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    text = text[:-4] if text.endswith(" UTC") else text
-    text = text.replace("T", " ", 1) if _ISO_T.match(text) else text
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return value
-    # Keep the wall-clock time: BigQuery shows UTC (+00:00), Snowflake its session zone.
-    return parsed.replace(tzinfo=None)
-
-
-def _number(value, family: str):
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    try:
-        if family == "integer":
-            return int(text) if _INT.match(text) else value
-        if family == "float":
-            return float(text)
-        number = decimal.Decimal(text)
-        return number if number.is_finite() else value
-    except (ValueError, decimal.InvalidOperation):
-        return value
-
-
-def _binary(value):
-    if isinstance(value, str) and (m := _BYTEARRAY.match(value.strip())):
-        try:
-            return ast.literal_eval(m.group(1))
-        except (SyntaxError, ValueError):
-            return value
-    return value
-
-
-def prepare_value(value, family: str, dialect: str):
-    """A sample value as the Python value its family holds, or unchanged when it does not read as one.
-
-    SQLite samples are left as they are (SQLite is dynamically typed and its values
-    are already Python values); warehouse samples come as JSON-export text.
-    """
-    if value is None:
-        return None
-    if family in ("date", "timestamp", "time") and value in _NULL_TEMPORAL:
-        return None
-    if family == "timestamp":
-        return _timestamp(value)
-    if dialect == "sqlite":
-        return value
-    if family in ("integer", "decimal", "float"):
-        return _number(value, family)
-    if family == "binary":
-        return _binary(value)
-    if family == "json":
-        return nested_json(value)[0]
-    return value
-
-
 # ---- one database -------------------------------------------------------------------------------
 
 
@@ -609,67 +456,3 @@ def database_folders(roots: dict[str, Path]) -> list[tuple[str, str, Path]]:
         for p in sorted(roots[dialect].iterdir())
         if p.is_dir()
     ]
-
-
-def read_spider2_databases(
-    raw_root: Path, cache_dir: Path, only: set[str] | None = None
-) -> tuple[list[SourceDatabase], list[Rejection]]:
-    """All Spider 2.0-Lite schema descriptions (or those named in `only`); one that cannot be read
-    becomes a Rejection (subset "spider2", stage "read_database") instead of stopping the others."""
-    roots = unpack_archives(raw_root, cache_dir)
-    databases, rejections = [], []
-    for dialect, name, folder in database_folders(roots):
-        if only is not None and name not in only:
-            continue
-        origin = str(DATABASES_DIR / dialect / name)
-        try:
-            databases.append(read_database(folder, dialect, name, origin))
-        except (OSError, ValueError, KeyError) as exc:
-            rejections.append(
-                Rejection(
-                    "spider2",
-                    f"{dialect}/{name}",
-                    "read_database",
-                    "unreadable_description",
-                    f"{type(exc).__name__}: {exc}",
-                )
-            )
-    return databases, rejections
-
-
-# ---- normalizing and loading --------------------------------------------------------------------
-
-
-def schema_names(databases: list[SourceDatabase]) -> dict[str, str]:
-    """database key -> target schema: `s2_<db>`, plus `_bq`/`_sf`/`_lite` for the ten names that
-    BigQuery and Snowflake share after case folding (`austin` / `AUSTIN`)."""
-    base = {d.key + "|" + d.source_dialect: schema_name(d.source, d.name) for d in databases}
-    counts: dict[str, int] = {}
-    for name in base.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {
-        d.key + "|" + d.source_dialect: name if counts[name] == 1 else f"{name}_{SHORT[d.source_dialect]}"
-        for d, name in zip(databases, base.values())
-    }
-
-
-def normalize_spider2(db: SourceDatabase, dialect: str, schemas: dict[str, str]) -> NormalizedDatabase:
-    """`emit.normalize`, placed in the database's unique schema."""
-    out = normalize(db, dialect)
-    out.schema_name = schemas[db.key + "|" + db.source_dialect]
-    return out
-
-
-def load_all(conn, databases: list[SourceDatabase]) -> dict[str, LoadReport]:
-    """Normalize every database for PostgreSQL and load it (COPY, verified); key -> report."""
-    schemas = schema_names(databases)
-    reports = {}
-    for db in databases:
-        key = db.key + "|" + db.source_dialect
-        try:
-            normalized = normalize_spider2(db, "postgres", schemas)
-        except (ValueError, KeyError, TypeError, decimal.InvalidOperation) as exc:
-            reports[key] = LoadReport(db.key, "postgres", False, f"normalize: {type(exc).__name__}: {exc}")
-            continue
-        reports[key] = load_postgres(conn, normalized)
-    return reports

@@ -29,10 +29,10 @@ from sqlglot.errors import ErrorLevel
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-from plbench.normalize.emit import NormalizedDatabase
+from plbench.normalize.emit import NormalizedDatabase, normalize
 from plbench.normalize.schema import SourceDatabase
 from plbench.records import Rejection
-from plbench.spider.spider2 import DIALECT_PREFIXES, LITE_DIR, normalize_spider2, schema_names
+from plbench.spider.spider2 import DIALECT_PREFIXES, LITE_DIR
 
 QUESTIONS = LITE_DIR / "spider2-lite.jsonl"
 GOLD_DIR = LITE_DIR / "evaluation_suite" / "gold" / "sql"
@@ -345,23 +345,19 @@ def _knowledge(raw_root: Path, name: str | None) -> str:
 
 
 class _Targets:
-    """Per database: schema tables and the normalized database per dialect, computed once."""
+    """One database's schema tables and its normalization per dialect, each made once; every dialect's
+    gold names the schema the PostgreSQL load uses."""
 
-    def __init__(self, schemas: dict[str, str]):
-        self.schemas, self._tables, self._normalized = schemas, {}, {}
+    def __init__(self, db: SourceDatabase, postgres: NormalizedDatabase):
+        self.db, self.tables = db, schema_tables(db)
+        self._normalized = {"postgres": postgres}
 
-    def tables(self, db: SourceDatabase) -> list[SchemaTable]:
-        key = (db.source_dialect, db.name)
-        if key not in self._tables:
-            self._tables[key] = schema_tables(db)
-        return self._tables[key]
-
-    def normalized(self, db: SourceDatabase, dialect: str) -> NormalizedDatabase:
-        key = (db.source_dialect, db.name, dialect)
-        if key not in self._normalized:
-            self._normalized = {k: v for k, v in self._normalized.items() if k[:2] == key[:2]}  # keep one db
-            self._normalized[key] = normalize_spider2(db, dialect, self.schemas)
-        return self._normalized[key]
+    def normalized(self, dialect: str) -> NormalizedDatabase:
+        if dialect not in self._normalized:
+            out = normalize(self.db, dialect)
+            out.schema_name = self._normalized["postgres"].schema_name
+            self._normalized[dialect] = out
+        return self._normalized[dialect]
 
 
 def _merge_analysis(task: Spider2Task, analysis: GoldAnalysis) -> None:
@@ -371,12 +367,12 @@ def _merge_analysis(task: Spider2Task, analysis: GoldAnalysis) -> None:
     task.unresolved = sorted(set(task.unresolved) | set(extra))
 
 
-def _transpile_all(task: Spider2Task, trees: list[exp.Expression], db: SourceDatabase, targets: _Targets) -> None:
+def _transpile_all(task: Spider2Task, trees: list[exp.Expression], targets: _Targets) -> None:
     texts: dict[str, list[str]] = {"postgres": [], "oracle": []}
     problems = []
     for tree in trees:
         for dialect, out in texts.items():
-            text, problem = transpile_gold(tree, dialect, targets.normalized(db, dialect))
+            text, problem = transpile_gold(tree, dialect, targets.normalized(dialect))
             out.append(text)
             problems += [problem] if problem else []
     task.gold_postgres, task.gold_oracle = ";\n".join(texts["postgres"]), ";\n".join(texts["oracle"])
@@ -384,19 +380,19 @@ def _transpile_all(task: Spider2Task, trees: list[exp.Expression], db: SourceDat
     task.oracle_parses = oracle_parses(task.gold_oracle)
 
 
-def _fill_gold(task: Spider2Task, db: SourceDatabase, targets: _Targets) -> None:
+def _fill_gold(task: Spider2Task, targets: _Targets) -> None:
     """Analysis of every statement (DECLARE, CREATE TEMP FUNCTION, the query) and both transpilations."""
     try:
         trees = [t for t in sqlglot.parse(task.gold_sql, read=task.source_dialect) if t is not None]
     except sqlglot.errors.SqlglotError as exc:
         task.transpile_error = f"parse: {str(exc).splitlines()[0][:200]}"
         return
-    tables = targets.tables(db)
+    tables = targets.tables
     for tree in trees:
         _merge_analysis(task, analyse_gold(tree, task.source_dialect, tables))
         _mark_bound(tree, tables)
     try:
-        _transpile_all(task, trees, db, targets)
+        _transpile_all(task, trees, targets)
     except (sqlglot.errors.SqlglotError, KeyError, ValueError) as exc:
         task.transpile_error = f"transpile: {type(exc).__name__}: {str(exc)[:200]}"
 
@@ -407,9 +403,26 @@ def question_database(q: dict, databases) -> tuple[str, str | None]:
     return dialect, resolve_database(q["db"], dialect, databases)
 
 
-def select_questions(raw_root: Path, databases) -> tuple[list[dict], list[Rejection]]:
+@dataclass(frozen=True)
+class Spider2Question:
+    """A Spider 2.0-Lite question a task can be built from: it has gold SQL and a schema description."""
+
+    instance_id: str
+    db: str  # as the question names it
+    resolved: str  # the schema description's folder name
+    source_dialect: str
+    question: str
+    external_knowledge: str | None  # a document's file name
+
+    @property
+    def database(self) -> str:
+        """The database (and partition) name: `<source dialect>.<folder>`."""
+        return f"{self.source_dialect}.{self.resolved}"
+
+
+def select_questions(raw_root: Path, databases) -> tuple[list[Spider2Question], list[Rejection]]:
     """The questions a task can be built from (gold SQL and a resolvable database), and a Rejection for
-    every other. `databases` holds (dialect, folder name) keys; each kept question gains `resolved`."""
+    every other. `databases` holds (dialect, folder name) keys."""
     kept, rejections = [], []
     for q in sorted(read_questions(raw_root), key=lambda q: q["instance_id"]):
         iid = q["instance_id"]
@@ -429,26 +442,25 @@ def select_questions(raw_root: Path, databases) -> tuple[list[dict], list[Reject
                 Rejection(SUBSET, iid, "spider2_tasks", "no_gold_sql", f"{GOLD_DIR}/{iid}.sql does not exist")
             )
         else:
-            kept.append(dict(q, resolved=resolved))
+            kept.append(Spider2Question(iid, q["db"], resolved, dialect, q["question"], q.get("external_knowledge")))
     return kept, rejections
 
 
 def question_task(
-    raw_root: Path, q: dict, db: SourceDatabase, targets: _Targets, conn: psycopg.Connection | None = None
+    raw_root: Path, q: Spider2Question, targets: _Targets, conn: psycopg.Connection | None = None
 ) -> Spider2Task:
-    """The task record of one kept question (see `select_questions`) on its database."""
-    iid, dialect = q["instance_id"], question_dialect(q["instance_id"])
+    """The task record of one kept question on its database."""
     task = Spider2Task(
-        iid,
-        q["db"],
-        q["resolved"],
-        dialect,
-        q["question"],
-        q.get("external_knowledge"),
-        _knowledge(raw_root, q.get("external_knowledge")),
-        (Path(raw_root) / GOLD_DIR / f"{iid}.sql").read_text(encoding="utf-8"),
+        q.instance_id,
+        q.db,
+        q.resolved,
+        q.source_dialect,
+        q.question,
+        q.external_knowledge,
+        _knowledge(raw_root, q.external_knowledge),
+        (Path(raw_root) / GOLD_DIR / f"{q.instance_id}.sql").read_text(encoding="utf-8"),
     )
-    _fill_gold(task, db, targets)
+    _fill_gold(task, targets)
     if conn is not None and task.gold_postgres:
         task.executes_on_samples, task.sqlstate, task.execution_error, task.output_types = execute_on_samples(
             conn, task.gold_postgres
@@ -458,32 +470,12 @@ def question_task(
 
 def database_tasks(
     raw_root: Path,
-    questions: list[dict],
+    questions: list[Spider2Question],
     db: SourceDatabase,
     postgres: NormalizedDatabase,
     conn: psycopg.Connection | None = None,
 ) -> list[Spider2Task]:
     """The task records of the questions on one database, whose PostgreSQL normalization `postgres` is
     loaded (its names and schema are reused, not computed again)."""
-    targets = _Targets({db.key + "|" + db.source_dialect: postgres.schema_name})
-    targets._normalized[(db.source_dialect, db.name, "postgres")] = postgres
-    return [question_task(raw_root, q, db, targets, conn) for q in questions]
-
-
-def build_tasks(
-    raw_root: Path, databases: list[SourceDatabase], conn: psycopg.Connection | None = None
-) -> tuple[list[Spider2Task], list[Rejection]]:
-    """One Spider2Task per question with gold SQL and a resolvable database; a Rejection for every other.
-
-    With `conn` (the databases loaded by `spider2.load_all`) the PostgreSQL gold is run on the samples.
-    """
-    by_key = {(d.source_dialect, d.name): d for d in databases}
-    targets = _Targets(schema_names(databases))
-    results = read_reference_results(raw_root)
-    questions, rejections = select_questions(raw_root, by_key)
-    tasks = []
-    for q in questions:
-        task = question_task(raw_root, q, by_key[(question_dialect(q["instance_id"]), q["resolved"])], targets, conn)
-        task.reference_results = results.get(task.instance_id, {})
-        tasks.append(task)
-    return tasks, rejections
+    targets = _Targets(db, postgres)
+    return [question_task(raw_root, q, targets, conn) for q in questions]

@@ -1,4 +1,7 @@
-"""The Spider stages as plain functions: raw files → normalized, loaded, verified databases → tasks.
+"""The Spider stages as plain functions: raw files → normalized, loaded, verified databases.
+
+The task rows are built from the databases' reports by plsql_tasks (Spider-PLSQL) and
+spider2_rows (Spider 2.0-Lite).
 
 `normalize_database` is the work of one `normalized_databases_<dialect>` partition (one database
 in one dialect): it emits the DDL and data files, loads PostgreSQL, verifies row counts and
@@ -8,11 +11,9 @@ which Dagster stores and hands to the task stages whichever run produced it.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import pickle
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,41 +22,27 @@ import sqlglot
 
 from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
-from plbench.dialects.static_checks import check_block_structure
 from plbench.engines.base import Engine
 from plbench.engines.postgres import PostgresEngine
 from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
 from plbench.normalize.load import LoadReport, load_oracle, load_postgres
 from plbench.normalize.schema import SourceDatabase
-from plbench.normalize.sqlite_source import connect_readonly, read_sqlite
+from plbench.normalize.sqlite_source import read_sqlite
 from plbench.raw_sources import CATALOG, resolve
 from plbench.records import Rejection
 from plbench.spider.gold import GoldQuery, check_database, read_spider_dev, read_train_gold
 from plbench.spider.gold import summarize as summarize_equivalence
-from plbench.spider.output_format import type_class
-from plbench.spider.tasks import (
-    ReferenceOutput,
-    TaskBuildError,
-    oracle_reference_block,
-    output_kinds,
-    outputs_match,
-    postgres_reference_block,
-    prompt,
-    reference_output,
-)
-from plbench.taskrow import TaskRow
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SpiderInputs:
-    """One Spider dataset's verified raw files, read: its databases and questions."""
+    """One Spider dataset's verified raw files, read: its databases, and (in the subclasses) the
+    questions its tasks are built from."""
 
     subset: str  # release subset: "spider_plsql" | "spider2"
     source: str  # raw dataset: "spider1" | "spider2_lite"
     databases: dict[str, Path]  # database -> its SQLite file (spider1) or description folder (spider2)
-    missing: dict[str, str]  # database named by the dataset but not loadable -> why
-    questions: list  # the questions tasks are built from
-    extra_queries: list = field(default_factory=list)  # gold queries used for verification only
+    missing: dict[str, str] = field(default_factory=dict)  # database named by the dataset but not loadable -> why
     rejections: list[Rejection] = field(default_factory=list)
     inputs: dict[str, str] = field(default_factory=dict)  # relative raw path -> sha256
 
@@ -65,6 +52,37 @@ class SpiderInputs:
 
     def partition_keys(self) -> list[str]:
         return [partition_key(self.source, name) for name in sorted(self.databases)]
+
+
+@dataclass(kw_only=True)
+class Spider1Inputs(SpiderInputs):
+    questions: list[GoldQuery]  # the dev questions tasks are built from
+    train_queries: list[GoldQuery] = field(default_factory=list)  # gold queries used for verification only
+
+    def read(self, name: str, row_cap: int | None) -> SourceDatabase:
+        path = self.databases[name]
+        return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}", row_cap)
+
+    def gold_queries(self, name: str) -> list[GoldQuery]:
+        """Every gold query on the database (dev and train), checked for equivalence on the target."""
+        return [q for q in self.questions + self.train_queries if q.db_id == name]
+
+
+@dataclass(kw_only=True)
+class Spider2Inputs(SpiderInputs):
+    questions: list  # spider2_tasks.Spider2Question: gold SQL and a schema description
+
+    def read(self, name: str, row_cap: int | None) -> SourceDatabase:
+        from plbench.spider.spider2 import DATABASES_DIR, read_database
+
+        dialect, folder = name.split(".", 1)
+        return read_database(self.databases[name], dialect, name, str(DATABASES_DIR / dialect / folder))
+
+    def gold_queries(self, name: str) -> list[GoldQuery]:
+        return []  # no data behind the samples to compare results on
+
+    def questions_of(self, name: str) -> list:
+        return [q for q in self.questions if q.database == name]
 
 
 SPIDER1_TABLES = "spider/tables.json"
@@ -115,7 +133,7 @@ def _sqlite_path(name: str) -> str:
     return f"spider/database/{name}/{name}.sqlite"
 
 
-def ingest_spider1(config: BuildConfig) -> SpiderInputs:
+def ingest_spider1(config: BuildConfig) -> Spider1Inputs:
     """Spider 1.0: every database tables.json names, the dev questions and the train gold queries."""
     paths = _resolve_all(config, "spider1")
     loadable, missing = _spider1_databases(config, paths[SPIDER1_TABLES])
@@ -129,8 +147,15 @@ def ingest_spider1(config: BuildConfig) -> SpiderInputs:
         if q.db_id not in databases
     ]
     inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider1"]}
-    return SpiderInputs(
-        "spider_plsql", "spider1", databases, missing, questions, train, rejections, dict(sorted(inputs.items()))
+    return Spider1Inputs(
+        subset="spider_plsql",
+        source="spider1",
+        databases=databases,
+        missing=missing,
+        questions=questions,
+        train_queries=train,
+        rejections=rejections,
+        inputs=dict(sorted(inputs.items())),
     )
 
 
@@ -148,7 +173,7 @@ def _spider2_databases(config: BuildConfig) -> dict[str, Path]:
     return {f"{dialect}.{name}": folder for dialect, name, folder in folders}
 
 
-def ingest_spider2(config: BuildConfig) -> SpiderInputs:
+def ingest_spider2(config: BuildConfig) -> Spider2Inputs:
     """Spider 2.0-Lite: every schema description (databases named `<source dialect>.<folder>`, since
     BigQuery and Snowflake share ten names) and the questions that have gold SQL."""
     from plbench.spider.spider2_tasks import select_questions
@@ -156,8 +181,13 @@ def ingest_spider2(config: BuildConfig) -> SpiderInputs:
     databases = _spider2_databases(config)
     questions, rejections = select_questions(raw_root(config), {tuple(key.split(".", 1)): None for key in databases})
     inputs = {s.relative_path: s.sha256 for s in (config.catalog or CATALOG)["spider2_lite"]}
-    return SpiderInputs(
-        "spider2", "spider2_lite", databases, {}, questions, [], rejections, dict(sorted(inputs.items()))
+    return Spider2Inputs(
+        subset="spider2",
+        source="spider2_lite",
+        databases=databases,
+        questions=questions,
+        rejections=rejections,
+        inputs=dict(sorted(inputs.items())),
     )
 
 
@@ -202,16 +232,6 @@ def reports_of(inputs: SpiderInputs, stored: dict[str, DatabaseReport], dialect:
     return {name: stored[partition_key(inputs.source, name)] for name in sorted(inputs.databases)}
 
 
-def read_source(inputs: SpiderInputs, name: str, row_cap: int | None = None) -> SourceDatabase:
-    if inputs.source == "spider1":
-        path = inputs.databases[name]
-        return read_sqlite(path, "spider1", name, f"spider/database/{name}/{path.name}", row_cap)
-    from plbench.spider.spider2 import DATABASES_DIR, read_database
-
-    dialect, folder = name.split(".", 1)
-    return read_database(inputs.databases[name], dialect, name, str(DATABASES_DIR / dialect / folder))
-
-
 def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceDatabase:
     """The source database, read once for both dialects' partitions: the first to run keeps what it read
     in the cache (valid while the dataset's raw checksums and the row cap are unchanged)."""
@@ -221,18 +241,12 @@ def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceD
         cached_key, source = pickle.loads(path.read_bytes())
         if cached_key == key:
             return source
-    source = read_source(inputs, name, config.spider_row_cap)
+    source = inputs.read(name, config.spider_row_cap)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps((key, source)))
     tmp.replace(path)
     return source
-
-
-def spider2_questions_of(inputs: SpiderInputs, name: str) -> list[dict]:
-    from plbench.spider.spider2_tasks import question_dialect
-
-    return [q for q in inputs.questions if f"{question_dialect(q['instance_id'])}.{q['resolved']}" == name]
 
 
 def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
@@ -291,7 +305,7 @@ def normalize_database(
                 report.equivalence = check_database(
                     inputs.databases[name],
                     normalize(source, "postgres"),
-                    _queries_of(inputs, name),
+                    inputs.gold_queries(name),
                     session,
                     oracle=db,
                     target="oracle",
@@ -315,11 +329,11 @@ def _load_and_check_postgres(
             from plbench.spider.spider2_tasks import database_tasks
 
             report.spider2_tasks = database_tasks(
-                raw_root(config), spider2_questions_of(inputs, name), source, db, conn if report.load.loaded else None
+                raw_root(config), inputs.questions_of(name), source, db, conn if report.load.loaded else None
             )
     if report.load.loaded and inputs.source == "spider1":
         with engine.session(reads=(db.schema_name,)) as session:
-            report.equivalence = check_database(inputs.databases[name], db, _queries_of(inputs, name), session)
+            report.equivalence = check_database(inputs.databases[name], db, inputs.gold_queries(name), session)
         report.files.update(write_gold_files(config, db, report.equivalence))
 
 
@@ -339,359 +353,3 @@ def write_gold_files(config: BuildConfig, db: NormalizedDatabase, results: list)
         path.write_text(text, encoding="utf-8")
         sums[str(path.relative_to(config.normalized_dir))] = hashlib.sha256(text.encode()).hexdigest()
     return sums
-
-
-def _queries_of(inputs: SpiderInputs, name: str) -> list[GoldQuery]:
-    if inputs.source != "spider1":
-        return []
-    return [q for q in inputs.questions + inputs.extra_queries if q.db_id == name]
-
-
-# ---- Spider-PLSQL tasks ------------------------------------------------------------------------
-
-SPIDER_CONSTRUCTS = ("anonymous_block", "cursor_for_loop")
-SPIDER_CROSSCHECK = "the crosscheck stage covers MBPP tasks"
-SCAFFOLDS = {
-    "postgres": "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <one result row, fields separated by commas>;\nEND\n$$;",
-    "oracle": "BEGIN\n  -- DBMS_OUTPUT.PUT_LINE(<one result row, fields separated by commas>);\n  NULL;\nEND;\n/",
-}
-
-
-@dataclass
-class SpiderTasks:
-    """Task rows (release schema) per dialect, and the questions each dialect did not release."""
-
-    subset: str
-    rows: list[TaskRow] = field(default_factory=list)
-    rejections: list[Rejection] = field(default_factory=list)
-    validation: dict[str, dict] = field(default_factory=dict)  # dialect -> replay counts for the manifest
-    seconds: float = 0.0
-
-
-def _equivalence_by_query(reports: dict[str, DatabaseReport]) -> dict[tuple[str, str], object]:
-    return {(r.query.split, r.query.source_id): r for rep in reports.values() for r in rep.equivalence}
-
-
-def build_spider_plsql(
-    config: BuildConfig,
-    inputs: SpiderInputs,
-    pg: dict[str, DatabaseReport],
-    oracle: dict[str, DatabaseReport],
-    engine: PostgresEngine,
-    oracle_engine: Engine | NotConfigured,
-) -> SpiderTasks:
-    """A task per dev question and dialect whose reference block reproduces the gold output on PostgreSQL
-    (and, with an Oracle server, on Oracle too)."""
-    start = time.perf_counter()
-    out = SpiderTasks(inputs.subset)
-    equivalence = _equivalence_by_query(pg)
-    passed = 0
-    for name in sorted({q.db_id for q in inputs.questions}):
-        questions = [q for q in inputs.questions if q.db_id == name]
-        with (
-            contextlib.closing(connect_readonly(inputs.databases[name])) as source,
-            engine.session(reads=(pg[name].schema_name,)) as session,
-        ):
-            for q in questions:
-                try:
-                    rows, rejections = _question_rows(
-                        q,
-                        source,
-                        session,
-                        pg[name],
-                        oracle.get(name),
-                        equivalence.get(("dev", q.source_id)),
-                        engine.version(),
-                    )
-                except TaskBuildError as exc:
-                    out.rejections.append(
-                        Rejection(inputs.subset, q.source_id, "spider_tasks", exc.reason_code, exc.detail[:1000])
-                    )
-                    continue
-                out.rows += rows
-                out.rejections += [
-                    Rejection(inputs.subset, q.source_id, "spider_tasks", code, detail[:1000], dialect=dialect)
-                    for dialect, code, detail in rejections
-                ]
-                passed += 1
-    out.validation = {
-        "postgres": {
-            "ran": True,
-            "engine": engine.version(),
-            "passed": passed,
-            "failed": len(inputs.questions) - passed,
-        },
-        "oracle": _validate_on_oracle(config, inputs, out, oracle_engine),
-    }
-    out.seconds = time.perf_counter() - start
-    return out
-
-
-def _validate_on_oracle(
-    config: BuildConfig, inputs: SpiderInputs, out: SpiderTasks, engine: Engine | NotConfigured
-) -> dict:
-    """With an Oracle server: load each database there and run every Oracle row's reference block; a row
-    that does not print its reference output is rejected for Oracle. Without one, the rows stay not_run."""
-    if isinstance(engine, NotConfigured):
-        return {"ran": False, "reason": engine.reason}
-    failed, passed = set(), {}
-    rows = [r for r in out.rows if r.dialect == "oracle"]
-    for name in sorted({r.database for r in rows}):
-        with engine.session() as session:
-            load = load_oracle(session, normalize(load_source(config, inputs, name), "oracle"))
-            for row in (r for r in rows if r.database == name):
-                why = _oracle_verdict(session, row) if load.verified else f"{name} did not load: {load.error}"
-                if why:
-                    failed.add(row.task_id)
-                    out.rejections.append(
-                        Rejection(
-                            inputs.subset,
-                            row.source_id,
-                            "spider_tasks",
-                            "oracle_reference_failed",
-                            why[:1000],
-                            dialect="oracle",
-                        )
-                    )
-                else:
-                    passed[row.key] = row.with_(
-                        replay_status="passed", replay_engine=engine.version(), replay_detail=None
-                    )
-    out.rows = [passed.get(r.key, r) for r in out.rows if not (r.dialect == "oracle" and r.task_id in failed)]
-    return {"ran": True, "engine": engine.version(), "passed": len(rows) - len(failed), "failed": len(failed)}
-
-
-def _oracle_verdict(session, row: TaskRow) -> str:
-    """Why the row's Oracle reference block does not print its reference output ('' when it does)."""
-    expected = json.loads(row.test_cases)
-    printed = session.execute(row.reference_code)
-    if not printed.ok:
-        return f"{printed.error.code}: {printed.error.message}" if printed.error else "timed out"
-    if outputs_match(ReferenceOutput(tuple(expected["expected_lines"]), expected["ordered"]), printed.lines):
-        return ""
-    return f"expected {expected['expected_lines'][:5]}, printed {printed.lines[:5]}"
-
-
-def _question_rows(
-    q: GoldQuery, source, session, pg: DatabaseReport, oracle: DatabaseReport | None, equivalence, engine_version: str
-) -> tuple[list[TaskRow], list[tuple[str, str, str]]]:
-    """The question's rows, and (dialect, reason, detail) for a dialect that does not release it.
-
-    Raises TaskBuildError when no dialect can release it (the PostgreSQL reference fails)."""
-    if not pg.load or not pg.load.verified:
-        raise TaskBuildError("database_not_loaded", f"{q.db_id}: {pg.load.error if pg.load else pg.not_run}")
-    if equivalence is None or equivalence.cls != "identical":
-        outcome = equivalence.cls if equivalence else "not_checked"
-        raise TaskBuildError(f"gold_{outcome}", f"{q.sql} -> {getattr(equivalence, 'detail', '')}")
-    reference = reference_output(source, q.sql)
-    pg_sql = equivalence.postgres_sql
-    described = session.query(pg_sql)
-    if not described.ok:
-        raise TaskBuildError("gold_fails_on_postgres", f"{described.error}")
-    kinds = output_kinds(described)
-    pg_block = postgres_reference_block(pg_sql, kinds)
-    printed = session.execute(pg_block)
-    if not printed.ok:
-        raise TaskBuildError("reference_block_failed", f"{printed.error}")
-    if not outputs_match(reference, printed.lines):
-        raise TaskBuildError(
-            "reference_output_mismatch", f"expected {list(reference.lines)[:5]}, printed {printed.lines[:5]}"
-        )
-    rows = [_task_row(q, "postgres", pg, pg_block, reference, "passed", engine_version, "")]
-    ora_sql = equivalence.oracle_sql
-    if not ora_sql or oracle is None:
-        return rows, [("oracle", "oracle_transpile_failed", equivalence.oracle_error or "no Oracle report")]
-    try:
-        ora_block = oracle_reference_block(ora_sql, kinds, oracle.ddl)
-    except (TaskBuildError, sqlglot.errors.ParseError) as exc:
-        return rows, [("oracle", "oracle_static_check_failed", str(exc))]
-    problems = check_block_structure(ora_block)
-    if problems:
-        return rows, [("oracle", "oracle_static_check_failed", "; ".join(problems))]
-    rows.append(_task_row(q, "oracle", oracle, ora_block, reference, "not_run", None, oracle.not_run))
-    return rows, []
-
-
-def _task_row(
-    q: GoldQuery,
-    dialect: str,
-    db: DatabaseReport,
-    block: str,
-    reference: ReferenceOutput,
-    status: str,
-    engine: str | None,
-    detail: str,
-) -> TaskRow:
-    expected = {"expected_lines": list(reference.lines), "ordered": reference.ordered}
-    return TaskRow(
-        task_id=f"spider_plsql/{q.source_id}",
-        subset="spider_plsql",
-        dialect=dialect,
-        source_dataset="Spider 1.0 dev",
-        source_id=q.source_id,
-        database=q.db_id,
-        prompt=prompt(q.question, q.db_id, dialect, db.ddl, reference.ordered),
-        scaffold=SCAFFOLDS[dialect],
-        reference_code=block,
-        test_cases=json.dumps(expected, ensure_ascii=False),
-        comparison=json.dumps({"ordered": reference.ordered, "output_format": "plbench.spider.output_format"}),
-        plsql_constructs=SPIDER_CONSTRUCTS,
-        replay_status=status,
-        replay_engine=engine,
-        replay_detail=detail or None,
-        crosscheck_detail=SPIDER_CROSSCHECK,
-    )
-
-
-# ---- Spider 2.0-Lite task rows -----------------------------------------------------------------
-
-MAX_PROMPT_SCHEMA_BYTES = 64 * 1024  # larger schemas (hundreds of date shards) are listed by table name
-
-SPIDER2_NOT_RUN = (
-    "only sample rows of the source database are available, so no block can reproduce the "
-    "official result on them; the reference output is the official result file"
-)
-
-
-def build_spider2(
-    config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport], oracle: dict[str, DatabaseReport]
-) -> SpiderTasks:
-    """A row per Spider 2.0-Lite question with gold SQL and dialect whose gold transpiles (and, for Oracle,
-    parses), with tables/columns required and the official result; recorded as not_run (see SPIDER2_NOT_RUN)."""
-    from plbench.spider.spider2_tasks import read_reference_results
-
-    start = time.perf_counter()
-    out = SpiderTasks(inputs.subset)
-    results = read_reference_results(raw_root(config))
-    for name in sorted(pg):
-        load = pg[name].load
-        if not (load and load.verified):
-            out.rejections += [
-                Rejection(
-                    "spider2",
-                    t.instance_id,
-                    "spider2_tasks",
-                    "database_not_loaded",
-                    f"{name}: {load.error if load else pg[name].not_run}"[:1000],
-                )
-                for t in pg[name].spider2_tasks
-            ]
-            continue
-        for task in pg[name].spider2_tasks:
-            task.reference_results = results.get(task.instance_id, {})
-            rows, rejections = _spider2_rows(task, pg[name], oracle.get(name))
-            out.rows += rows
-            out.rejections += rejections
-    on_samples = [t for rep in pg.values() for t in rep.spider2_tasks if t.executes_on_samples is not None]
-    reason = (
-        f"{SPIDER2_NOT_RUN}; the transpiled gold ran without error on the samples for "
-        f"{sum(t.executes_on_samples for t in on_samples)} of {len(on_samples)} questions"
-    )
-    out.validation = {"postgres": {"ran": False, "reason": reason}, "oracle": {"ran": False, "reason": reason}}
-    out.seconds = time.perf_counter() - start
-    return out
-
-
-def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tuple[list[TaskRow], list[Rejection]]:
-    def reject(code: str, detail: str, dialect: str | None = None) -> Rejection:
-        return Rejection("spider2", task.instance_id, "spider2_tasks", code, detail[:1000], dialect=dialect)
-
-    if not task.gold_postgres:
-        return [], [reject("gold_transpile_failed", task.transpile_error or "no PostgreSQL text")]
-    if not task.reference_results:
-        return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
-    rows = [_spider2_row(task, "postgres", pg, _spider2_reference(task, "postgres"))]
-    if oracle is None or not task.oracle_parses:
-        return rows, [
-            reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse", "oracle")
-        ]
-    return rows + [_spider2_row(task, "oracle", oracle, _spider2_reference(task, "oracle"))], []
-
-
-def _spider2_reference(task, dialect: str) -> str:
-    """The cursor-loop block over the gold when the gold is one query whose output types are known (it
-    ran on the samples); otherwise the transpiled gold itself."""
-    gold = task.gold_postgres if dialect == "postgres" else task.gold_oracle
-    if not task.output_types or ";\n" in gold:
-        return gold
-    kinds = [type_class(t) for t in task.output_types]
-    try:
-        return postgres_reference_block(gold, kinds) if dialect == "postgres" else oracle_reference_block(gold, kinds)
-    except (TaskBuildError, sqlglot.errors.SqlglotError):
-        return gold
-
-
-def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
-    if len(ddl.encode()) <= MAX_PROMPT_SCHEMA_BYTES:
-        return ddl
-    names = re.findall(r"^CREATE TABLE (\S+)", ddl, re.M)
-    return (
-        f"-- {report.tables} tables; the full DDL is the `ddl` of database {report.name} in databases.parquet\n"
-        + "\n".join(f"-- {n}" for n in names)
-    )
-
-
-def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> TaskRow:
-    question = task.question.strip()
-    if task.external_knowledge:
-        question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
-    ordered = _gold_ordered(gold, dialect)
-    executed = (
-        "not run"
-        if task.executes_on_samples is None
-        else "yes"
-        if task.executes_on_samples
-        else f"no ({task.sqlstate}: {task.execution_error})"
-    )
-    return TaskRow(
-        task_id=f"spider2/{task.instance_id}",
-        subset="spider2",
-        dialect=dialect,
-        source_dataset=f"Spider 2.0-Lite ({task.source_dialect})",
-        source_id=task.instance_id,
-        database=db.name,
-        prompt=prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
-        scaffold=SCAFFOLDS[dialect],
-        reference_code=gold,
-        test_cases=json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
-        comparison=json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
-        plsql_constructs=SPIDER_CONSTRUCTS,
-        **_required_in_target_names(task, db),
-        replay_status="not_run",
-        replay_detail=f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
-        crosscheck_detail=SPIDER_CROSSCHECK,
-        notes=tuple(
-            [f"unresolved name: {n}" for n in task.unresolved]
-            + ([f"transpile: {task.transpile_error}"] if task.transpile_error else [])
-        ),
-    )
-
-
-def _required_in_target_names(task, db: DatabaseReport) -> dict:
-    """tables_required / columns_required as the dialect's schema names them (what the prompt shows and the
-    reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
-    origin = {d["fullname"].lower(): d["table"] for d in db.decisions if d.get("decision") == "table_origin"}
-    targets = {d["table"]: d["target_table"] for d in db.decisions if "target_table" in d}
-    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in db.decisions if "target_table" in d}
-
-    def table(name: str) -> tuple[str | None, str]:
-        source = origin.get(name.lower())
-        return source, targets.get(source, name)
-
-    def column(name: str) -> str:
-        full, _, col = name.rpartition(".")
-        source, target = table(full)
-        return f"{target}.{columns.get((source, col.lower()), col)}"
-
-    return {
-        "tables_required": tuple(sorted({table(t)[1] for t in task.tables_required})),
-        "columns_required": tuple(sorted({column(c) for c in task.columns_required})),
-    }
-
-
-def _gold_ordered(gold: str, dialect: str) -> bool:
-    try:
-        trees = sqlglot.parse(gold, read=dialect)
-    except sqlglot.errors.SqlglotError:
-        return False
-    return bool(trees) and trees[-1] is not None and trees[-1].args.get("order") is not None

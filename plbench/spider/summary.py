@@ -60,6 +60,14 @@ class NormalizationSummary:
     failed: dict[str, str] = field(default_factory=dict)  # "<source>.<db>" -> why it did not load
     unverified: dict[str, list[str]] = field(default_factory=dict)  # loaded, but these tables differ
 
+    def of_source(self, source: str) -> tuple[dict | None, list[dict], list[dict]]:
+        """One source's manifest section, databases.parquet rows and gold_queries.parquet rows."""
+        return (
+            self.manifest.get(source),
+            [r for r in self.database_rows if r["source"] == source],
+            [r for r in self.gold_rows if r["source"] == source],
+        )
+
     def dev_equivalence_rate(self) -> float | None:
         """Identical dev gold queries on PostgreSQL over all of them, from the manifest section."""
         counts = [s["gold_equivalence"]["postgres"] for s in self.manifest.values() if "gold_equivalence" in s]

@@ -368,7 +368,6 @@ def generate_candidates(tasks: list[dict], client, hint: str) -> list[Candidate]
 
 # ---- the build's crosscheck stage ------------------------------------------
 
-CROSSCHECK_SUBSETS = ("mbpp", "mbpp_plus")  # the subsets with a Python reference to compare with
 MODEL_DIALECTS = frozenset({"postgres"})  # a model writes candidates for the dialect whose engine always runs here
 
 
@@ -410,7 +409,8 @@ class CrosscheckReport:
 
 
 def checkable_tasks(rows: list[dict]) -> dict[tuple[str, str], dict]:
-    return {(r["task_id"], r["dialect"]): r for r in rows if r["subset"] in CROSSCHECK_SUBSETS}
+    """The rows of any subset that carry a Python reference to compare with."""
+    return {(r["task_id"], r["dialect"]): r for r in rows if r["python_reference"] is not None}
 
 
 def stage_candidates(

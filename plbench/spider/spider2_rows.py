@@ -1,0 +1,169 @@
+"""Spider 2.0-Lite task rows: a row per question with gold SQL and dialect whose gold transpiles (and,
+for Oracle, parses), with the tables and columns it reads and the official result."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import sqlglot
+
+from plbench.config import BuildConfig
+from plbench.records import Rejection
+from plbench.spider.output_format import type_class
+from plbench.spider.plsql_tasks import SCAFFOLDS, SPIDER_CONSTRUCTS, SPIDER_CROSSCHECK, SpiderTasks
+from plbench.spider.stages import DatabaseReport, SpiderInputs, raw_root
+from plbench.spider.tasks import TaskBuildError, prompt, reference_block
+from plbench.taskrow import TaskRow
+
+MAX_PROMPT_SCHEMA_BYTES = 64 * 1024  # larger schemas (hundreds of date shards) are listed by table name
+
+SPIDER2_NOT_RUN = (
+    "only sample rows of the source database are available, so no block can reproduce the "
+    "official result on them; the reference output is the official result file"
+)
+
+
+def build_spider2(
+    config: BuildConfig, inputs: SpiderInputs, pg: dict[str, DatabaseReport], oracle: dict[str, DatabaseReport]
+) -> SpiderTasks:
+    """A row per Spider 2.0-Lite question with gold SQL and dialect whose gold transpiles (and, for Oracle,
+    parses), with tables/columns required and the official result; recorded as not_run (see SPIDER2_NOT_RUN)."""
+    from plbench.spider.spider2_tasks import read_reference_results
+
+    start = time.perf_counter()
+    out = SpiderTasks(inputs.subset)
+    results = read_reference_results(raw_root(config))
+    for name in sorted(pg):
+        load = pg[name].load
+        if not (load and load.verified):
+            out.rejections += [
+                Rejection(
+                    "spider2",
+                    t.instance_id,
+                    "spider2_tasks",
+                    "database_not_loaded",
+                    f"{name}: {load.error if load else pg[name].not_run}"[:1000],
+                )
+                for t in pg[name].spider2_tasks
+            ]
+            continue
+        for task in pg[name].spider2_tasks:
+            task.reference_results = results.get(task.instance_id, {})
+            rows, rejections = _spider2_rows(task, pg[name], oracle.get(name))
+            out.rows += rows
+            out.rejections += rejections
+    on_samples = [t for rep in pg.values() for t in rep.spider2_tasks if t.executes_on_samples is not None]
+    reason = (
+        f"{SPIDER2_NOT_RUN}; the transpiled gold ran without error on the samples for "
+        f"{sum(t.executes_on_samples for t in on_samples)} of {len(on_samples)} questions"
+    )
+    out.validation = {"postgres": {"ran": False, "reason": reason}, "oracle": {"ran": False, "reason": reason}}
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tuple[list[TaskRow], list[Rejection]]:
+    def reject(code: str, detail: str, dialect: str | None = None) -> Rejection:
+        return Rejection("spider2", task.instance_id, "spider2_tasks", code, detail[:1000], dialect=dialect)
+
+    if not task.gold_postgres:
+        return [], [reject("gold_transpile_failed", task.transpile_error or "no PostgreSQL text")]
+    if not task.reference_results:
+        return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
+    rows = [_spider2_row(task, "postgres", pg, _spider2_reference(task, "postgres"))]
+    if oracle is None or not task.oracle_parses:
+        return rows, [
+            reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse", "oracle")
+        ]
+    return rows + [_spider2_row(task, "oracle", oracle, _spider2_reference(task, "oracle"))], []
+
+
+def _spider2_reference(task, dialect: str) -> str:
+    """The cursor-loop block over the gold when the gold is one query whose output types are known (it
+    ran on the samples); otherwise the transpiled gold itself."""
+    gold = getattr(task, f"gold_{dialect}")  # Spider2Task.gold_postgres / gold_oracle
+    if not task.output_types or ";\n" in gold:
+        return gold
+    kinds = [type_class(t) for t in task.output_types]
+    try:
+        return reference_block(dialect, gold, kinds)
+    except (TaskBuildError, sqlglot.errors.SqlglotError):
+        return gold
+
+
+def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
+    if len(ddl.encode()) <= MAX_PROMPT_SCHEMA_BYTES:
+        return ddl
+    names = re.findall(r"^CREATE TABLE (\S+)", ddl, re.M)
+    return (
+        f"-- {report.tables} tables; the full DDL is the `ddl` of database {report.name} in databases.parquet\n"
+        + "\n".join(f"-- {n}" for n in names)
+    )
+
+
+def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> TaskRow:
+    question = task.question.strip()
+    if task.external_knowledge:
+        question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
+    ordered = _gold_ordered(gold, dialect)
+    executed = (
+        "not run"
+        if task.executes_on_samples is None
+        else "yes"
+        if task.executes_on_samples
+        else f"no ({task.sqlstate}: {task.execution_error})"
+    )
+    return TaskRow(
+        task_id=f"spider2/{task.instance_id}",
+        subset="spider2",
+        dialect=dialect,
+        source_dataset=f"Spider 2.0-Lite ({task.source_dialect})",
+        source_id=task.instance_id,
+        database=db.name,
+        prompt=prompt(question, db.name, dialect, _prompt_schema(db.ddl, db), ordered),
+        scaffold=SCAFFOLDS[dialect],
+        reference_code=gold,
+        test_cases=json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
+        comparison=json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
+        plsql_constructs=SPIDER_CONSTRUCTS,
+        **_required_in_target_names(task, db),
+        replay_status="not_run",
+        replay_detail=f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",
+        crosscheck_detail=SPIDER_CROSSCHECK,
+        notes=tuple(
+            [f"unresolved name: {n}" for n in task.unresolved]
+            + ([f"transpile: {task.transpile_error}"] if task.transpile_error else [])
+        ),
+    )
+
+
+def _required_in_target_names(task, db: DatabaseReport) -> dict:
+    """tables_required / columns_required as the dialect's schema names them (what the prompt shows and the
+    reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
+    origin = {d["fullname"].lower(): d["table"] for d in db.decisions if d.get("decision") == "table_origin"}
+    targets = {d["table"]: d["target_table"] for d in db.decisions if "target_table" in d}
+    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in db.decisions if "target_table" in d}
+
+    def table(name: str) -> tuple[str | None, str]:
+        source = origin.get(name.lower())
+        return source, targets.get(source, name)
+
+    def column(name: str) -> str:
+        full, _, col = name.rpartition(".")
+        source, target = table(full)
+        return f"{target}.{columns.get((source, col.lower()), col)}"
+
+    return {
+        "tables_required": tuple(sorted({table(t)[1] for t in task.tables_required})),
+        "columns_required": tuple(sorted({column(c) for c in task.columns_required})),
+    }
+
+
+def _gold_ordered(gold: str, dialect: str) -> bool:
+    try:
+        trees = sqlglot.parse(gold, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return False
+    return bool(trees) and trees[-1] is not None and trees[-1].args.get("order") is not None

@@ -1,0 +1,154 @@
+"""Spider 2.0-Lite sample values: the JSON-export spellings of the schema descriptions' sample rows
+(numbers as strings, timestamps with offsets, pandas `NaT`, numpy array reprs for nested BigQuery
+values, `bytearray(b'..')` for Snowflake BINARY) turned into the Python value each family expects."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import decimal
+import json
+import re
+
+_FAILED = object()
+_INT = re.compile(r"^[+-]?\d+$")
+_ISO_T = re.compile(r"^\d{4}-\d{2}-\d{2}T")
+_BYTEARRAY = re.compile(r"^bytearray\((b(['\"]).*\2)\)$", re.S)
+_NULL_TEMPORAL = frozenset({"NaT", "NaN", "nan", "None"})  # pandas' missing date/time spellings
+# A string literal (kept whole, so spaces inside it are never touched), or the blanks between two values.
+_REPR_GAPS = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?<=[\w'")\]}])\s+(?=[\w'"(\[{-])""")
+_NULL_NAMES = frozenset({"nan", "NaN", "inf", "NaT"})
+_WRAPPERS = frozenset({"array", "Timestamp", "Decimal", "datetime64", "Timedelta"})  # what numpy/pandas reprs wrap
+
+
+def _with_commas(text: str) -> str:
+    """numpy prints arrays without commas (`[758 897   4]`, `[{..}\\n {..}]`): put them back."""
+    return _REPR_GAPS.sub(lambda m: m.group(1) or ", ", text)
+
+
+def _literal(node: ast.AST):
+    """A literal expression's value, where `array([..], dtype=object)`, `Timestamp('..')` and
+    `Decimal('..')` stand for their first argument and nan/inf/NaT for None."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS and node.args:
+        return _literal(node.args[0])
+    if isinstance(node, ast.Name) and node.id in _NULL_NAMES:
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal(node.operand)
+        return -value if isinstance(node.op, ast.USub) and value is not None else value
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+def _jsonable(value):
+    """The value with non-finite floats as None (JSON has no NaN), and other scalars as text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def python_repr_value(text: str):
+    """A Python or numpy repr (as BigQuery sample rows stringify nested values) → the value, or _FAILED."""
+    try:
+        return _literal(ast.parse(_with_commas(text), mode="eval").body)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return _FAILED
+
+
+# A JSON string (kept whole), or a number in exponent notation.
+_JSON_EXPONENT = re.compile(r'("(?:[^"\\]|\\.)*")|(-?\d+(?:\.\d+)?[eE][+-]?\d+)')
+
+
+def plain_numbers(text: str) -> str:
+    """JSON text with exponent numbers written out (-9.08e+18 → -9080012388038386000), as jsonb prints
+    them: otherwise the text and what jsonb gives back differ (float vs int) and the load checksum fails."""
+    return _JSON_EXPONENT.sub(lambda m: m.group(1) or format(decimal.Decimal(m.group(2)), "f"), text)
+
+
+def nested_json(value) -> tuple[str, bool]:
+    """(JSON text, parsed) for a nested sample value: a dict/list, JSON text, or a Python/numpy repr.
+
+    What parses as none of these is kept as a JSON string (parsed=False), so the column stays JSON.
+    """
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = python_repr_value(value)
+            if parsed is _FAILED:
+                return json.dumps(value, ensure_ascii=False), False
+    else:
+        parsed = value
+    return plain_numbers(json.dumps(_jsonable(parsed), ensure_ascii=False, default=str)), True
+
+
+def _timestamp(value):
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    text = text[:-4] if text.endswith(" UTC") else text
+    text = text.replace("T", " ", 1) if _ISO_T.match(text) else text
+    try:
+        parsed = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return value
+    # Keep the wall-clock time: BigQuery shows UTC (+00:00), Snowflake its session zone.
+    return parsed.replace(tzinfo=None)
+
+
+def _number(value, family: str):
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        if family == "integer":
+            return int(text) if _INT.match(text) else value
+        if family == "float":
+            return float(text)
+        number = decimal.Decimal(text)
+        return number if number.is_finite() else value
+    except (ValueError, decimal.InvalidOperation):
+        return value
+
+
+def _binary(value):
+    if isinstance(value, str) and (m := _BYTEARRAY.match(value.strip())):
+        try:
+            return ast.literal_eval(m.group(1))
+        except (SyntaxError, ValueError):
+            return value
+    return value
+
+
+def prepare_value(value, family: str, dialect: str):
+    """A sample value as the Python value its family holds, or unchanged when it does not read as one.
+
+    SQLite samples are left as they are (SQLite is dynamically typed and its values
+    are already Python values); warehouse samples come as JSON-export text.
+    """
+    if value is None:
+        return None
+    if family in ("date", "timestamp", "time") and value in _NULL_TEMPORAL:
+        return None
+    if family == "timestamp":
+        return _timestamp(value)
+    if dialect == "sqlite":
+        return value
+    if family in ("integer", "decimal", "float"):
+        return _number(value, family)
+    if family == "binary":
+        return _binary(value)
+    if family == "json":
+        return nested_json(value)[0]
+    return value
