@@ -4,7 +4,7 @@
 import dagster as dg
 
 from plbench.config import BuildConfig
-from plbench.pipeline import ReplayReport, RoundTripReport
+from plbench.mbpp.stages import ReplayReport, RoundTripReport
 from plbench.release import PreparedRelease
 from plbench.spider.summary import NormalizationSummary
 from plbench.validation.crosscheck import CrosscheckReport

@@ -13,7 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from plbench.pipeline import ReplayReport, RoundTripReport
+from plbench.mbpp.stages import ReplayReport, RoundTripReport
 from plbench.spider.summary import NormalizationSummary
 from plbench.validation.crosscheck import CrosscheckReport
 
