@@ -36,6 +36,7 @@ GOLD = [
     "SELECT name FROM customer",
     "SELECT name FROM customer WHERE score >= 50 ORDER BY score LIMIT 1",
     "SELECT status FROM orders WHERE customer_id = 1",
+    "SELECT count(*) FROM archive WHERE id = 1",
 ]
 
 

@@ -151,6 +151,18 @@ def test_a_reference_that_depends_on_physical_order_is_rejected(seeds):
 # ---- suite strength ------------------------------------------------------------------------------
 
 
+def test_a_suite_that_cannot_tell_a_predicate_from_its_flip_is_rejected(seeds):
+    out, _ = seeds
+    reasons = {r.source_id: (r.reason_code, r.detail) for r in out.rejections}
+    code, detail = reasons["procfix/train/7/summary_row"]  # archive is empty: the count is 0 either way
+    assert code == "weak_suite"
+    assert detail == (
+        "2/4 mutants killed; survivors: relational_flip: operator flipped: id = para_id; "
+        "boundary_plus_one: argument + 1: para_id"
+    )
+    assert reasons["procfix/train/7/raise_missing"][0] == "suite_only_errors"
+
+
 OPERATOR_CASES = {
     "relational_flip": ("procfix/train/1/result_table", "WHERE score < para_score;"),
     "boundary_shift": ("procfix/train/3/result_table", "T2.amount > para_amount"),

@@ -21,6 +21,10 @@ from plbench.records import Rejection
 SUBSET = "procedures"
 MAX_ROWS = 20_000  # a database copied per run; larger ones are left out (named in the rejections)
 MAX_SEEDS_PER_DATABASE = 16
+# A seed is released only when its suite kills this share of its mutants (after strengthening): a
+# predicate the database's rows cannot tell from its flip (an empty table, a count that is 0 either way)
+# makes a task that a wrong procedure passes.
+MIN_SEED_KILL_RATE = 0.95
 
 
 @dataclass
@@ -136,4 +140,7 @@ def validate(seed: Seed, workspace: Workspace, shuffled: Workspace) -> Validated
             suite, strength = stronger, measure(workspace, seed, stronger)
     if strength.trivial_passed:
         raise SuiteRejected("trivial_candidate_passes", ", ".join(strength.trivial_passed))
+    if strength.kill_rate < MIN_SEED_KILL_RATE:
+        survivors = "; ".join(strength.survivors)
+        raise SuiteRejected("weak_suite", f"{strength.killed}/{strength.total} mutants killed; survivors: {survivors}")
     return ValidatedSeed(seed, suite, strength)
