@@ -13,6 +13,7 @@ import dagster as dg
 
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.dialects import of_dialect
 from plbench.mbpp.stages import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
 
 GROUP = "validation"
@@ -33,7 +34,7 @@ def _replay_asset(dialect: str):
     ) -> ReplayReport:
         with engines.open(dialect) as engine:
             report = replay_stage(mbpp_tasks, engine, build.workers)
-        count_in = sum(1 for a in mbpp_tasks.items if a.dialect == dialect)
+        count_in = len(of_dialect(mbpp_tasks.items, dialect))
         meta = {"ran": report.ran, "count_in": count_in, "seconds": round(report.seconds, 2)}
         if report.ran:
             statuses = Counter(r.status for r in report.results)

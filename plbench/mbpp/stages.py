@@ -318,7 +318,7 @@ def roundtrip_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers:
     start = time.perf_counter()
     if isinstance(engine, NotConfigured):
         return RoundTripReport(engine.dialect, False, engine.reason)
-    if engine.dialect != "postgres":
+    if not DIALECTS[engine.dialect].value_round_trip:
         return RoundTripReport(engine.dialect, False, "the value round trip is implemented for PostgreSQL only")
     results = run_on_engine(engine, tasks, roundtrip_task, workers)[1]
     return RoundTripReport(engine.dialect, True, results=results, seconds=time.perf_counter() - start)
