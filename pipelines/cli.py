@@ -358,6 +358,18 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from plbench.release_diff import report_lines
+
+    try:
+        lines = report_lines(Path(args.old), Path(args.new), values=args.values)
+    except FileNotFoundError as error:
+        print(f"plbench: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def dev_command(args: argparse.Namespace) -> list[str]:
     """`dagster dev` run by this interpreter (no venv on PATH needed), on the project's code location."""
     command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions"]
@@ -439,6 +451,11 @@ def parser() -> argparse.ArgumentParser:
         "--out", help="folder for comparisons.parquet and summary.json (default: crosschecks/<release>-<source>)"
     )
     xcheck.set_defaults(func=cmd_crosscheck)
+    diff = sub.add_parser("diff", help="tasks added, removed and changed between two releases, with the fields")
+    diff.add_argument("old", help="the older release folder (releases/<version>)")
+    diff.add_argument("new", help="the newer release folder")
+    diff.add_argument("--values", action="store_true", help="also print the start of each old and new value")
+    diff.set_defaults(func=cmd_diff)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
     dev.add_argument("--host", help="address the UI listens on (default: dagster's, 127.0.0.1)")
     dev.add_argument("--port", type=int, help="port the UI listens on (default: dagster's, 3000)")

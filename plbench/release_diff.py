@@ -1,11 +1,12 @@
 """What differs between two sets of release task rows, keyed by (task_id, dialect).
 
-Used by the build report (`release.diff_against_previous`, on the content columns) and by
-`bench/compare_releases.py` (every column but the build's own identity).
+Used by the build report (`release.diff_against_previous`, on the content columns), and by
+`plbench diff` and `bench/compare_releases.py` (every column but the build's own identity).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 BUILD_IDENTITY = ("builder_version", "build_id")  # differ between any two builds by design
+EXCERPT = 160  # characters of a changed value shown with `values`
 
 
 @dataclass
@@ -62,4 +64,37 @@ def diff_rows(old: list[dict], new: list[dict], fields: tuple[str, ...] | None =
 
 
 def read_tasks(release_dir: Path) -> list[dict]:
-    return pq.read_table(Path(release_dir) / "tasks.parquet").to_pylist()
+    path = Path(release_dir) / "tasks.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{release_dir}: not a release folder (no tasks.parquet)")
+    return pq.read_table(path).to_pylist()
+
+
+def _excerpt(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + "…"
+
+
+def report_lines(old_dir: Path, new_dir: Path, values: bool = False) -> list[str]:
+    """One line per removed, added and changed task (with the fields that changed, and with
+    `values` the start of each old and new value), then the totals."""
+    old, new = read_tasks(old_dir), read_tasks(new_dir)
+    diff = diff_rows(old, new)
+    before, after = {_key(r): r for r in old}, {_key(r): r for r in new}
+    lines = [f"removed  {task} [{dialect}]" for task, dialect in diff.removed]
+    lines += [f"added    {task} [{dialect}]" for task, dialect in diff.added]
+    for key, fields in diff.changed.items():
+        lines.append(f"changed  {key[0]} [{key[1]}]: {', '.join(fields)}")
+        if values:
+            for f in fields:
+                lines += [f"    {f}: {_excerpt(before[key][f])}", f"    {' ' * len(f)}→ {_excerpt(after[key][f])}"]
+    summary = diff.summary()
+    lines += [
+        "",
+        f"{old_dir} ({len(old)} rows) → {new_dir} ({len(new)} rows)",
+        f"columns only in old: {summary['only_old_columns'] or 'none'}",
+        f"columns only in new: {summary['only_new_columns'] or 'none'}",
+        f"added {summary['added']}, removed {summary['removed']}, changed {summary['changed']}",
+    ]
+    lines += [f"  {name}: {count}" for name, count in summary["changed_per_field"].items()]
+    return lines

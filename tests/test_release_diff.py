@@ -1,5 +1,9 @@
 """The release comparison names every added, removed and changed row, and the fields that changed."""
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.cli import main
 from plbench.release_diff import diff_rows
 
 
@@ -22,3 +26,32 @@ def test_rows_are_matched_on_task_and_dialect_and_build_identity_is_ignored():
 def test_a_field_list_restricts_what_counts_as_changed():
     diff = diff_rows([_row("a/1", notes=["x"])], [_row("a/1", notes=["y"], prompt="q")], fields=("notes",))
     assert diff.changed == {("a/1", "postgres"): ["notes"]}
+
+
+def _release(folder, rows):
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), folder / "tasks.parquet")
+    return folder
+
+
+def test_plbench_diff_lists_added_removed_and_changed_tasks_with_their_fields(tmp_path, capsys):
+    old = _release(tmp_path / "0.1.0", [_row("a/1", notes=""), _row("a/2", notes=""), _row("a/3", notes="n")])
+    new = [_row("a/1", build_id="b2", notes=""), _row("a/3", prompt="q", notes="m"), _row("a/4", notes="")]
+    new = _release(tmp_path / "0.2.0", new)
+    assert main(["diff", str(old), str(new), "--values"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:5] == [
+        "removed  a/2 [postgres]",
+        "added    a/4 [postgres]",
+        "changed  a/3 [postgres]: notes, prompt",
+        "    notes: n",
+        "         → m",
+    ]
+    assert "added 1, removed 1, changed 1" in lines
+    assert "  prompt: 1" in lines and "  notes: 1" in lines
+
+
+def test_plbench_diff_refuses_a_folder_that_is_not_a_release(tmp_path, capsys):
+    old = _release(tmp_path / "0.1.0", [_row("a/1")])
+    assert main(["diff", str(old), str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"plbench: {tmp_path}: not a release folder (no tasks.parquet)"
