@@ -18,6 +18,7 @@ from plbench.validation.metadata import (
     referenced_schema,
     row_findings,
 )
+from tests.helpers import typed_task
 
 
 def _task(task_id: str, dialect: str, **changes) -> TaskRow:
@@ -260,6 +261,32 @@ def test_spider_reference_blocks_match_their_claims_in_both_dialects():
         }
         findings = row_findings(row)
         assert findings["constructs_under"] == findings["constructs_over"] == findings["wrong"] == []
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "oracle"])
+@pytest.mark.parametrize(
+    "cases",
+    [
+        [(([[1, 2], [3]],), 3)],  # a list of lists: PostgreSQL wraps the inner list in a composite
+        [(([(1, "a")],), {"a": 1})],
+        [((1, "x"), "x1")],
+    ],
+)
+def test_mbpp_claims_agree_with_the_emitted_setup_and_scaffold(dialect, cases):
+    from plbench.mbpp.stages import emit_artifacts
+    from plbench.subsets.mbpp import plsql_constructs
+
+    task = typed_task(["x"] if len(cases[0][0]) == 1 else ["a", "b"], cases)
+    art = emit_artifacts(task, dialect)
+    row = {
+        "task_id": task.task_id,
+        "dialect": dialect,
+        "setup_sql": art.setup_sql,
+        "scaffold": art.scaffold,
+        "plsql_constructs": list(plsql_constructs(task, dialect)),
+    }
+    findings = row_findings(row)
+    assert (findings["constructs_under"], findings["constructs_over"], findings["wrong"]) == ([], [], [])
 
 
 def test_a_bare_gold_query_is_not_the_code_claims_are_checked_against():

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from plbench.config import DIALECT_NAMES
+from plbench.dialects import DIALECTS
 from plbench.mbpp.artifacts import TypedTask
 from plbench.mbpp.stages import Ingested, ReplayReport, RoundTripReport, StageOutput, TaskArtifacts, type_usages
 from plbench.records import Rejection, task_id
@@ -19,15 +20,9 @@ from plbench.taskrow import TaskRow
 STAGE_ASSETS = ("mbpp_test_cases", "mbpp_signatures", "mbpp_augmented", "mbpp_tasks")  # the last holds the tasks
 
 
-def plsql_constructs(task: TypedTask) -> tuple[str, ...]:
-    """The PL/SQL constructs the task's signature makes a solution use."""
-    kinds = {x.kind for t in task.signature.all_types() for x in t.walk()}
-    found = {"function"}
-    if kinds & {"list", "tuple_seq", "set", "dict"}:
-        found.add("collection_type")
-    if kinds & {"record", "dict", "variant"}:
-        found.add("object_type")
-    return tuple(sorted(found))
+def plsql_constructs(task: TypedTask, dialect: str) -> tuple[str, ...]:
+    """The PL/SQL constructs the task's signature makes a solution use in `dialect` (its types)."""
+    return tuple(sorted({"function"} | DIALECTS[dialect].type_constructs(task.signature.all_types())))
 
 
 def task_rows(
@@ -85,7 +80,7 @@ def _row(art: TaskArtifacts, status, detail, engine, mutants, reference_code, ra
         test_block=art.test_block,
         test_cases=art.test_cases,
         comparison=json.dumps(comparison, sort_keys=True),
-        plsql_constructs=plsql_constructs(task),
+        plsql_constructs=plsql_constructs(task, art.dialect),
         replay_status=status,
         replay_engine=engine,
         replay_detail=detail or None,
