@@ -271,9 +271,11 @@ def test_every_release_table_passed_its_quality_suite(setup):
     assert all(s["success"] and s["failed"] == 0 and s["expectations"] > 0 for s in quality.values()), quality
     accuracy = manifest["metadata_accuracy"]
     assert accuracy["rows"] == len(tasks) and accuracy["plainly_wrong_count"] == 0
-    # Every Spider reference block loops over its query; only Spider 2.0 golds that did not run on the samples
-    # are kept as the bare query (bq001, both dialects), so the block they ask for is claimed, not found.
-    assert accuracy["constructs_over"].get("cursor_for_loop", 0) == 2
+    # Every claim is what the checked code shows: a Spider 2.0 gold that did not run on the samples is kept
+    # as the bare query (bq001, both dialects), whose rows claim only the scaffold's anonymous block.
+    assert accuracy["constructs_over"] == accuracy["constructs_under"] == {}, accuracy["examples"]
+    bare = [t for t in tasks if t["subset"] == "spider2" and t["source_id"] == "bq001"]
+    assert len(bare) == 2 and all(list(t["plsql_constructs"]) == ["anonymous_block"] for t in bare)
 
 
 def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):

@@ -25,7 +25,7 @@ from plbench.grading.results import summarize
 from plbench.grading.trivial import REASON, run_trivial, trivial_gate
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import repr_sql
-from plbench.spider.tasks import postgres_reference_block
+from plbench.spider.tasks import reference_block
 from plbench.types import PyType
 from plbench.validation.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from tests.helpers import release_row, typed_task
@@ -321,7 +321,7 @@ def _spider_row(lines: list[str], ordered: bool = True, **fields) -> dict:
     }
 
 
-NAMES = postgres_reference_block("SELECT name, age FROM singer ORDER BY name", ["text", "integer"])
+NAMES = reference_block("postgres", "SELECT name, age FROM singer ORDER BY name", ["text", "integer"])
 LINES = ["Ann,30", "Bob,41", "Cé'line,NULL"]
 
 

@@ -9,7 +9,7 @@ import pytest
 from plbench.quality import check_release, expand_suite, failed_suites, load_suite
 from plbench.release import REJECTION_SCHEMA, PreparedRelease
 from plbench.spider.summary import DATABASE_SCHEMA
-from plbench.spider.tasks import oracle_reference_block, postgres_reference_block
+from plbench.spider.tasks import reference_block
 from plbench.taskrow import TYPE_SCHEMA, TaskRow
 from plbench.validation.metadata import (
     detect_constructs,
@@ -245,8 +245,8 @@ def test_tables_and_columns_come_from_the_embedded_sql():
 
 def test_spider_reference_blocks_match_their_claims_in_both_dialects():
     query = 'SELECT c.name, count(*) FROM customer AS c JOIN "order" o ON o.customer_id = c.id GROUP BY c.name'
-    pg = postgres_reference_block(query, ["text", "integer"])
-    ora = oracle_reference_block("SELECT name, score FROM customer ORDER BY score DESC", ["text", "number"])
+    pg = reference_block("postgres", query, ["text", "integer"])
+    ora = reference_block("oracle", "SELECT name, score FROM customer ORDER BY score DESC", ["text", "number"])
     assert referenced_schema(pg, "postgres")[:2] == (
         {"customer", "order"},
         {"customer.name", "customer.id", "order.customer_id"},

@@ -11,10 +11,9 @@ from plbench.spider.output_format import field_expression, format_row, format_va
 from plbench.spider.tasks import (
     ReferenceOutput,
     alias_outputs,
-    oracle_reference_block,
     outputs_match,
-    postgres_reference_block,
     prompt,
+    reference_block,
 )
 
 
@@ -72,7 +71,7 @@ def test_the_postgres_expression_prints_what_python_prints(pg_engine, value, pg_
 
 def test_a_postgres_reference_block_prints_each_row_in_order(pg_engine):
     query = "SELECT n, n / 3.0, CASE WHEN n = 2 THEN NULL ELSE 'v' || n END FROM generate_series(1, 3) AS n ORDER BY n"
-    block = postgres_reference_block(query, ["integer", "number", "text"])
+    block = reference_block("postgres", query, ["integer", "number", "text"])
     with pg_engine.session() as session:
         printed = session.execute(block)
     assert printed.ok and printed.lines == ["1,0.3333,v1", "2,0.6667,NULL", "3,1,v3"]
@@ -84,7 +83,7 @@ def test_a_postgres_reference_block_prints_each_row_in_order(pg_engine):
 def test_oracle_outputs_are_renamed_and_order_by_follows_the_alias():
     aliased, n = alias_outputs("SELECT name AS who, COUNT(*) FROM t GROUP BY name ORDER BY who DESC", "oracle")
     assert n == 2 and aliased == "SELECT name AS C1, COUNT(*) AS C2 FROM t GROUP BY name ORDER BY C1 DESC"
-    block = oracle_reference_block("SELECT name, AVG(x) FROM t GROUP BY name", ["text", "number"])
+    block = reference_block("oracle", "SELECT name, AVG(x) FROM t GROUP BY name", ["text", "number"])
     assert check_block_structure(block) == [] and block.endswith("END;\n/")
     assert "DBMS_OUTPUT.PUT_LINE(NVL(TO_CHAR(r.C1), 'NULL') || ',' || NVL(RTRIM(TO_CHAR(ROUND(r.C2, 4)" in block
     loop_query = block.split("FOR r IN (\n", 1)[1].split("\n  ) LOOP", 1)[0]

@@ -95,6 +95,13 @@ SOURCE_RULES: tuple[tuple[str, frozenset, str, str, str], ...] = (
     ("sqlite_affinity_numeric", frozenset({"sqlite"}), r".", "decimal", "SQLite NUMERIC affinity"),
     ("unknown_as_text", WAREHOUSES, r".", "text", "a type with no rule is kept as text"),
 )
+
+
+def is_warehouse(source: str) -> bool:
+    """BigQuery and Snowflake: tables live in datasets and sample values come as JSON-export text."""
+    return source in WAREHOUSES
+
+
 # source dialect -> its rules in order, compiled
 _RULES_BY_SOURCE = {
     source: tuple((rid, re.compile(pat), fam) for rid, sources, pat, fam, _ in SOURCE_RULES if source in sources)

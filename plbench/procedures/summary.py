@@ -34,12 +34,12 @@ def summarize(databases: list[DatabaseProcedures], dialects: tuple[str, ...]) ->
     tasks = [t for db in databases for t in db.tasks]
     rejections = [r for db in databases for r in db.rejections]
     for scenario in ADAPTERS:
-        for dialect in DIALECTS_OF.get(scenario, dialects):
-            mine = [t for t in tasks if (t.scenario, t.dialect) == (scenario, dialect)]
+        for target in DIALECTS_OF.get(scenario, dialects):
+            mine = [t for t in tasks if (t.scenario, t.dialect) == (scenario, target)]
             stage = f"scenario_{scenario}"
             refused = Counter(r.reason_code for r in rejections if r.stage == stage)
             total, killed = sum(t.mutants_total for t in mine), sum(t.mutants_killed for t in mine)
-            out["scenarios"][f"{scenario}/{dialect}"] = {
+            out["scenarios"][f"{scenario}/{target}"] = {
                 "input": len(seeds),
                 "released": len(mine),
                 "rejected": dict(sorted(refused.items())),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import sqlglot
 
 from plbench.config import BuildConfig, NotConfigured
+from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_block_structure
 from plbench.engines.base import Engine
 from plbench.engines.postgres import PostgresEngine
@@ -23,20 +24,20 @@ from plbench.spider.stages import DatabaseReport, SpiderInputs, load_source
 from plbench.spider.tasks import (
     ReferenceOutput,
     TaskBuildError,
-    oracle_reference_block,
     output_kinds,
     outputs_match,
-    postgres_reference_block,
     prompt,
+    reference_block,
     reference_output,
 )
 from plbench.taskrow import TaskRow, by_dialect
 
 SPIDER_CONSTRUCTS = ("anonymous_block", "cursor_for_loop")
+GOLD_ONLY_CONSTRUCTS = ("anonymous_block",)  # a bare gold query: a solution fills in the scaffold's block
 SPIDER_CROSSCHECK = "the crosscheck stage covers MBPP tasks"
 SCAFFOLDS = {
-    "postgres": "DO $$\nBEGIN\n  -- RAISE NOTICE '%', <one result row, fields separated by commas>;\nEND\n$$;",
-    "oracle": "BEGIN\n  -- DBMS_OUTPUT.PUT_LINE(<one result row, fields separated by commas>);\n  NULL;\nEND;\n/",
+    name: target.print_rows_scaffold("<one result row, fields separated by commas>")
+    for name, target in DIALECTS.items()
 }
 
 
@@ -172,7 +173,7 @@ def _question_rows(
     if not described.ok:
         raise TaskBuildError("gold_fails_on_postgres", f"{described.error}")
     kinds = output_kinds(described)
-    pg_block = postgres_reference_block(pg_sql, kinds)
+    pg_block = reference_block("postgres", pg_sql, kinds)
     printed = session.execute(pg_block)
     if not printed.ok:
         raise TaskBuildError("reference_block_failed", f"{printed.error}")
@@ -185,7 +186,7 @@ def _question_rows(
     if not ora_sql or oracle is None:
         return rows, [("oracle", "oracle_transpile_failed", equivalence.oracle_error or "no Oracle report")]
     try:
-        ora_block = oracle_reference_block(ora_sql, kinds, oracle.ddl)
+        ora_block = reference_block("oracle", ora_sql, kinds, oracle.ddl)
     except (TaskBuildError, sqlglot.errors.ParseError) as exc:
         return rows, [("oracle", "oracle_static_check_failed", str(exc))]
     problems = check_block_structure(ora_block)

@@ -42,7 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from plbench.normalize.schema import Column, ForeignKey, SourceDatabase, Table
-from plbench.normalize.typemap import refine_family, source_family
+from plbench.normalize.typemap import is_warehouse, refine_family, source_family
 from plbench.spider.spider2_values import nested_json, prepare_value
 
 LITE_DIR = Path("spider2") / "spider2-lite"
@@ -289,7 +289,7 @@ def read_dataset(folder: Path, dialect: str) -> tuple[list[RawTable], list[dict]
         parsed.notes.append("in DDL.csv only: no sample rows")
         tables.append(parsed)
     for t in tables:
-        t.dataset = "" if dialect == "sqlite" else folder.name
+        t.dataset = folder.name if is_warehouse(dialect) else ""
     return tables, decisions
 
 
@@ -314,7 +314,7 @@ def _nested_values(raw: list) -> tuple[list, list[str]]:
 def _column(name: str, declared: str, nullable: bool, raw: list, dialect: str) -> tuple[Column, list]:
     """The column with its family decided on its prepared sample values, and those values."""
     family, rule = source_family(dialect, declared)
-    if family == "json" and dialect != "sqlite":
+    if family == "json" and is_warehouse(dialect):
         values, notes = _nested_values(raw)
     else:
         values, notes = [prepare_value(v, family, dialect) for v in raw], []
@@ -451,8 +451,8 @@ def read_database(folder: Path, dialect: str, name: str, origin: str) -> SourceD
 def database_folders(roots: dict[str, Path]) -> list[tuple[str, str, Path]]:
     """(dialect, database name, folder) for every schema description, in a stable order."""
     return [
-        (dialect, p.name, p)
-        for dialect in ("sqlite", "bigquery", "snowflake")
-        for p in sorted(roots[dialect].iterdir())
+        (source, p.name, p)
+        for source in ("sqlite", "bigquery", "snowflake")
+        for p in sorted(roots[source].iterdir())
         if p.is_dir()
     ]

@@ -12,7 +12,13 @@ import sqlglot
 from plbench.config import BuildConfig
 from plbench.records import Rejection
 from plbench.spider.output_format import type_class
-from plbench.spider.plsql_tasks import SCAFFOLDS, SPIDER_CONSTRUCTS, SPIDER_CROSSCHECK, SpiderTasks
+from plbench.spider.plsql_tasks import (
+    GOLD_ONLY_CONSTRUCTS,
+    SCAFFOLDS,
+    SPIDER_CONSTRUCTS,
+    SPIDER_CROSSCHECK,
+    SpiderTasks,
+)
 from plbench.spider.stages import DatabaseReport, SpiderInputs, raw_root
 from plbench.spider.tasks import TaskBuildError, prompt, reference_block
 from plbench.taskrow import TaskRow
@@ -72,25 +78,26 @@ def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tu
         return [], [reject("gold_transpile_failed", task.transpile_error or "no PostgreSQL text")]
     if not task.reference_results:
         return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
-    rows = [_spider2_row(task, "postgres", pg, _spider2_reference(task, "postgres"))]
+    rows = [_spider2_row(task, "postgres", pg, *_spider2_reference(task, "postgres"))]
     if oracle is None or not task.oracle_parses:
         return rows, [
             reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse", "oracle")
         ]
-    return rows + [_spider2_row(task, "oracle", oracle, _spider2_reference(task, "oracle"))], []
+    return rows + [_spider2_row(task, "oracle", oracle, *_spider2_reference(task, "oracle"))], []
 
 
-def _spider2_reference(task, dialect: str) -> str:
+def _spider2_reference(task, dialect: str) -> tuple[str, tuple[str, ...]]:
     """The cursor-loop block over the gold when the gold is one query whose output types are known (it
-    ran on the samples); otherwise the transpiled gold itself."""
+    ran on the samples); otherwise the transpiled gold itself, whose row claims only the scaffold's
+    anonymous block. With the constructs the reference shows."""
     gold = getattr(task, f"gold_{dialect}")  # Spider2Task.gold_postgres / gold_oracle
     if not task.output_types or ";\n" in gold:
-        return gold
+        return gold, GOLD_ONLY_CONSTRUCTS
     kinds = [type_class(t) for t in task.output_types]
     try:
-        return reference_block(dialect, gold, kinds)
+        return reference_block(dialect, gold, kinds), SPIDER_CONSTRUCTS
     except (TaskBuildError, sqlglot.errors.SqlglotError):
-        return gold
+        return gold, GOLD_ONLY_CONSTRUCTS
 
 
 def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
@@ -103,7 +110,7 @@ def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
     )
 
 
-def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> TaskRow:
+def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str, constructs: tuple[str, ...]) -> TaskRow:
     question = task.question.strip()
     if task.external_knowledge:
         question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
@@ -127,7 +134,7 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str) -> TaskRow:
         reference_code=gold,
         test_cases=json.dumps({"reference_results": task.reference_results, "ordered": ordered}, ensure_ascii=False),
         comparison=json.dumps({"ordered": ordered, "output_format": "official Spider 2.0 result CSV"}),
-        plsql_constructs=SPIDER_CONSTRUCTS,
+        plsql_constructs=constructs,
         **_required_in_target_names(task, db),
         replay_status="not_run",
         replay_detail=f"{SPIDER2_NOT_RUN}; the transpiled gold on the samples ran without error: {executed}",

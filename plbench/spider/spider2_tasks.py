@@ -68,9 +68,9 @@ class Spider2Task:
 
 def question_dialect(instance_id: str) -> str:
     """The source dialect from the id prefix: local* SQLite, bq*/ga* BigQuery, sf* Snowflake."""
-    for prefix, dialect in DIALECT_PREFIXES:
+    for prefix, source in DIALECT_PREFIXES:
         if instance_id.startswith(prefix):
-            return dialect
+            return source
     raise ValueError(f"unknown instance id prefix: {instance_id}")
 
 
@@ -113,6 +113,13 @@ class SchemaTable:
         return ".".join(self.parts)
 
 
+# A warehouse table named by fewer than three parts: its full name, from (database, dataset, table).
+_FULL_NAMES = {
+    "snowflake": lambda database, dataset, table: (database, dataset, table),
+    "bigquery": lambda database, dataset, table: (*dataset.split("."), table),
+}
+
+
 def schema_tables(db: SourceDatabase) -> list[SchemaTable]:
     """Every table with its source-qualified name (from the `table_origin` decisions of spider2.py)."""
     origins = {d["table"]: d for d in db.decisions if d.get("decision") == "table_origin"}
@@ -120,10 +127,9 @@ def schema_tables(db: SourceDatabase) -> list[SchemaTable]:
     for t in db.tables:
         origin = origins.get(t.name, {})
         parts = tuple(p for p in (origin.get("fullname") or t.name).replace("`", "").split(".") if p)
-        if db.source_dialect == "snowflake" and len(parts) < 3:
-            parts = (db.name, origin.get("dataset", ""), parts[-1])
-        elif db.source_dialect == "bigquery" and len(parts) < 3:
-            parts = (*origin.get("dataset", "").split("."), parts[-1])
+        qualify = _FULL_NAMES.get(db.source_dialect)
+        if qualify is not None and len(parts) < 3:
+            parts = qualify(db.name, origin.get("dataset", ""), parts[-1])
         out.append(SchemaTable(t.name, parts, tuple((c.name, c.source_type or "TEXT") for c in t.columns)))
     return out
 

@@ -10,6 +10,8 @@ import decimal
 import json
 import re
 
+from plbench.normalize.typemap import is_warehouse
+
 _FAILED = object()
 _INT = re.compile(r"^[+-]?\d+$")
 _ISO_T = re.compile(r"^\d{4}-\d{2}-\d{2}T")
@@ -143,7 +145,7 @@ def prepare_value(value, family: str, dialect: str):
         return None
     if family == "timestamp":
         return _timestamp(value)
-    if dialect == "sqlite":
+    if not is_warehouse(dialect):
         return value
     if family in ("integer", "decimal", "float"):
         return _number(value, family)

@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sqlglot
-
 from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
+from plbench.dialects.static_checks import check_database_ddl
 from plbench.engines.base import Engine
 from plbench.engines.postgres import PostgresEngine
 from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
@@ -249,25 +248,6 @@ def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceD
     return source
 
 
-def oracle_static_problems(db: NormalizedDatabase) -> list[str]:
-    """Server-free checks of Oracle DDL: it parses in sqlglot's Oracle dialect, names fit 128 bytes."""
-    problems = []
-    limit = DIALECTS["oracle"].max_identifier_bytes
-    for statement in db.create_statements + db.constraint_statements:
-        # sqlglot reads `... ENABLE NOVALIDATE` only as an opaque Command: check the rest as a real ALTER.
-        text = statement.removesuffix(" ENABLE NOVALIDATE;")
-        try:
-            parsed = sqlglot.parse_one(text, read="oracle")
-        except sqlglot.errors.ParseError as exc:
-            problems.append(f"does not parse as Oracle: {statement[:80]}: {str(exc)[:200]}")
-            continue
-        if isinstance(parsed, sqlglot.exp.Command):
-            problems.append(f"parses only as an opaque command in sqlglot's Oracle dialect: {statement[:80]}")
-    names = [t.target.name for t in db.tables] + [c.target.name for t in db.tables for c in t.columns]
-    problems += [f"identifier over {limit} bytes: {n}" for n in names if len(n.encode()) > limit]
-    return problems
-
-
 def normalize_database(
     config: BuildConfig, inputs: SpiderInputs, name: str, engine: Engine | NotConfigured
 ) -> DatabaseReport:
@@ -292,11 +272,11 @@ def normalize_database(
         files,
         db.decisions,
     )
-    if dialect == "oracle":
-        report.static_problems = oracle_static_problems(db)
+    if DIALECTS[dialect].checked_statically:
+        report.static_problems = check_database_ddl(DIALECTS[dialect], db)
     if isinstance(engine, NotConfigured):
         report.not_run = engine.reason
-    elif dialect == "postgres":
+    elif isinstance(engine, PostgresEngine):
         _load_and_check_postgres(config, inputs, name, source, db, engine, report)
     else:
         with engine.session() as session:
@@ -340,14 +320,14 @@ def _load_and_check_postgres(
 def write_gold_files(config: BuildConfig, db: NormalizedDatabase, results: list) -> dict[str, str]:
     """gold_queries.sql per dialect beside the DDL: every gold query as transpiled (or why it is not)."""
     sums = {}
-    for dialect, attr in (("postgres", "postgres_sql"), ("oracle", "oracle_sql")):
+    for target in ("postgres", "oracle"):
         parts = []
         for r in results:
-            text = getattr(r, attr)
+            text = r.texts.get(target)
             head = f"-- {r.query.split} {r.query.source_id}: {r.cls}"
-            why = " ".join((r.oracle_error if dialect == "oracle" else r.detail).split())  # one comment line
+            why = " ".join(r.untranslated.get(target, "").split())  # one comment line
             parts.append(f"{head}\n{text.rstrip().rstrip(';')};\n" if text else f"{head}; not transpiled: {why}\n")
-        path = config.normalized_dir / db.source / db.name / dialect / "gold_queries.sql"
+        path = config.normalized_dir / db.source / db.name / target / "gold_queries.sql"
         path.parent.mkdir(parents=True, exist_ok=True)
         text = "\n".join(parts)
         path.write_text(text, encoding="utf-8")

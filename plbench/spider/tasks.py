@@ -67,11 +67,6 @@ def reference_block(dialect: str, query: str, kinds: list[str], ddl: str = "") -
     return target.print_rows_block(query, columns, line)
 
 
-def postgres_reference_block(query: str, kinds: list[str]) -> str:
-    """A DO block looping over the query (its columns renamed c1..cn) and printing each row."""
-    return reference_block("postgres", query, kinds)
-
-
 def _outermost_select(tree: exp.Expression) -> exp.Select:
     node = tree
     while isinstance(node, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
@@ -133,11 +128,6 @@ def expand_stars(query: str, ddl: str, dialect: str) -> str:
         identify=False,
     )
     return qualified.sql(dialect=dialect)
-
-
-def oracle_reference_block(query: str, kinds: list[str], ddl: str = "") -> str:
-    """A cursor loop over the query printing each row; `ddl` (the schema) spells out a `SELECT *`."""
-    return reference_block("oracle", query, kinds, ddl)
 
 
 def output_kinds(result: QueryResult) -> list[str]:
