@@ -259,3 +259,13 @@ def test_all_162_descriptions_load(pg_engine):
     assert len(inputs.databases) == 162
     reports = {name: normalize_database(config, inputs, name, pg_engine) for name in sorted(inputs.databases)}
     assert {k: r.load.error or r.load.mismatches() for k, r in reports.items() if not r.load.verified} == {}
+
+
+def test_source_dialect_rules_each_give_their_exact_output():
+    from plbench.normalize.typemap import is_warehouse
+    from plbench.spider.spider2_tasks import _FULL_NAMES
+
+    assert [is_warehouse(s) for s in ("sqlite", "bigquery", "snowflake")] == [False, True, True]
+    assert _FULL_NAMES["snowflake"]("DB", "PUBLIC", "T") == ("DB", "PUBLIC", "T")
+    assert _FULL_NAMES["bigquery"]("db", "bigquery-public-data.ga", "t") == ("bigquery-public-data", "ga", "t")
+    assert set(_FULL_NAMES) == {"snowflake", "bigquery"}  # SQLite names are never qualified
