@@ -81,8 +81,8 @@ def report_lines(old_dir: Path, new_dir: Path, values: bool = False) -> list[str
     old, new = read_tasks(old_dir), read_tasks(new_dir)
     diff = diff_rows(old, new)
     before, after = {_key(r): r for r in old}, {_key(r): r for r in new}
-    lines = [f"removed  {task} [{dialect}]" for task, dialect in diff.removed]
-    lines += [f"added    {task} [{dialect}]" for task, dialect in diff.added]
+    lines = [f"removed  {task} [{target}]" for task, target in diff.removed]
+    lines += [f"added    {task} [{target}]" for task, target in diff.added]
     for key, fields in diff.changed.items():
         lines.append(f"changed  {key[0]} [{key[1]}]: {', '.join(fields)}")
         if values:
