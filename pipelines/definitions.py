@@ -7,7 +7,7 @@ per stage of `plbench validate`, so each run in the list says what it did.
 
 import dagster as dg
 
-from assets import crosscheck, mbpp, release, replay, spider, validation
+from assets import crosscheck, mbpp, operators, release, replay, spider, validation
 from assets.versions import code_version
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
@@ -25,6 +25,7 @@ ASSETS_BY_MODULE = {
         mbpp.mbpp_tasks,
     ],
     replay: [*replay.replay_assets.values(), *replay.roundtrip_assets.values()],
+    operators: [operators.mbpp_ile_tasks, operators.mbpp_ile_validation],
     spider: [
         spider.spider1_raw,
         spider.spider2_lite_raw,

@@ -10,7 +10,7 @@ from plbench.llm import LLMSettings, not_configured
 from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
-SUBSETS = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
+SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2")
 DIALECT_NAMES = ("oracle", "postgres")
 NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
 
@@ -66,6 +66,9 @@ class BuildConfig:
     crosscheck_solutions: Path | None = None
     llm_hint: str = "none"
     llm: LLMSettings | NotConfigured = NotConfigured(not_configured({}))
+    # ILE on MBPP (subset mbpp_ile): "deterministic" (the rule templates, offline) or "llm" (the model above)
+    ile_proposer: str = "deterministic"
+    ile_rounds: int = 2
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -80,6 +83,8 @@ class BuildConfig:
             else None,
             "llm_hint": env.get("PLBENCH_LLM_HINT") or "none",
             "llm": NotConfigured(not_configured(env)) if not_configured(env) else LLMSettings.from_env(env),
+            "ile_proposer": env.get("PLBENCH_ILE_PROPOSER") or "deterministic",
+            "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -103,4 +108,6 @@ class BuildConfig:
             "min_retention": self.min_retention,
             "min_gold_equivalence": self.min_gold_equivalence,
             "spider_row_cap": self.spider_row_cap,
+            "ile_proposer": self.ile_proposer if self.ile_proposer == "deterministic" else f"llm:{self.llm}",
+            "ile_rounds": self.ile_rounds,
         }

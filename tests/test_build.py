@@ -303,6 +303,32 @@ def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):
     assert {d["source"] for d in databases} == {"spider1", "spider2_lite"}
 
 
+def test_mbpp_ile_rows_carry_proposer_and_rounds_and_the_manifest_the_operator_rates(setup):
+    config, _ = setup
+    _, manifest, tasks, rejections = _release(config)
+    counts = manifest["subsets"]["mbpp_ile"]
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    assert counts["input"] == manifest["subsets"]["mbpp"]["input"] - 4  # the MBPP tasks that were typed
+    ile = [r for r in tasks if r["subset"] == "mbpp_ile" and r["dialect"] == "postgres"]
+    assert len(ile) == counts["released"]["postgres"] >= 5
+    assert all(r["proposer"] == "deterministic" and r["ile_rounds"] in (1, 2) for r in ile)
+    assert all("\n\nAdditional requirements:\n1. " in r["prompt"] for r in ile)
+    assert all(r["replay_status"] == "passed" and r["mutants_killed"] == r["mutants_total"] == 3 for r in ile)
+    assert all(r["proposer"] is None and r["ile_rounds"] is None for r in tasks if r["subset"] == "mbpp")
+    operator = manifest["operators"]["ile_mbpp"]
+    assert operator["proposals"] == operator["accepted"] + operator["rejected"]
+    assert operator["accepted"] >= sum(r["ile_rounds"] for r in ile)
+    assert operator["rejected"] == sum(operator["rejected_by_reason"].values())
+    for row in (r for r in ile if r["task_id"] == "mbpp_ile/1"):  # sort_list, as the source
+        assert row["python_reference"].startswith("def sort_list_base(xs):")
+        assert "\ndef sort_list(xs" in row["python_reference"]
+    assert {r["reason_code"] for r in rejections if r["subset"] == "mbpp_ile" and r["level"] == "task"} <= {
+        "no_round_accepted",
+        "reference_fails_own_inputs",
+        "unsupported_value",
+    }
+
+
 def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidates_fail(setup, pg_engine):
     from plbench.evaluate import Candidate, evaluate, read_release
     from plbench.grading.results import summarize

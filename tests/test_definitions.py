@@ -16,6 +16,8 @@ def test_definitions_load_and_wire_every_stage():
         "mbpp_test_cases",
         "mbpp_signatures",
         "mbpp_augmented",
+        "mbpp_ile_tasks",
+        "mbpp_ile_validation",
         "mbpp_tasks",
         "replay_validation_postgres",
         "replay_validation_oracle",

@@ -51,7 +51,16 @@ def test_retention_reaches_the_promised_floor_in_both_dialects(manifest, subset,
     assert released["postgres"] >= floor and released["oracle"] >= floor, released
 
 
-@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus"])
+def test_mbpp_ile_reaches_its_floor_with_every_round_proven_by_execution(manifest):
+    released = manifest["subsets"]["mbpp_ile"]["released"]
+    assert released["postgres"] >= 300 and released["oracle"] >= 300, released
+    operator = manifest["operators"]["ile_mbpp"]
+    assert operator["accepted"] >= released["postgres"] and operator["by_proposer"] == {
+        "deterministic": operator["proposals"]
+    }
+
+
+@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus", "mbpp_ile"])
 def test_postgres_replay_passes_and_kills_every_mutant(manifest, subset):
     postgres = manifest["validation"][subset]["postgres"]
     assert postgres["replay"]["ran"] and postgres["replay"]["failed"] == 0
@@ -60,7 +69,7 @@ def test_postgres_replay_passes_and_kills_every_mutant(manifest, subset):
     assert manifest["validation"][subset]["oracle"]["replay"]["ran"] is bool(os.environ.get("PLBENCH_ORACLE_DSN"))
 
 
-@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus"])
+@pytest.mark.parametrize("subset", ["mbpp", "mbpp_plus", "mbpp_ile"])
 def test_every_test_value_round_trips_through_postgres(manifest, subset):
     trip = manifest["validation"][subset]["postgres"]["roundtrip"]
     assert trip["ran"] and trip["values"] == trip["equal"] > 0, trip["tasks_with_mismatches"][:10]

@@ -52,11 +52,16 @@ class IleOutput:
     """The enhanced tasks (as a typed stage output), their references, proposers and the ledger."""
 
     typed: StageOutput
-    input_count: int
+    source_ids: tuple[str, ...]  # the MBPP tasks ILE was run on: each ends released or rejected
+    tasks: StageOutput | None = None  # the enhanced tasks' artifacts in both dialects
     references: dict[tuple[str, str], str] = field(default_factory=dict)
     proposers: dict[str, str] = field(default_factory=dict)  # task_id -> proposer
     rounds: dict[str, int] = field(default_factory=dict)  # task_id -> accepted rounds
     ledger: Ledger = field(default_factory=Ledger)
+
+    @property
+    def input_count(self) -> int:
+        return len(self.source_ids)
 
 
 def ile_tasks(
@@ -79,7 +84,7 @@ def ile_tasks(
 
     with ThreadPoolExecutor(max_workers=config.workers) as pool:
         results = list(pool.map(one, sources))
-    out = IleOutput(StageOutput([]), len(sources))
+    out = IleOutput(StageOutput([]), tuple(t.source_id for t in sources))
     for result, ledger in results:
         out.ledger.extend(ledger)
         if isinstance(result, Rejection):

@@ -150,5 +150,9 @@ SUMMARY = (
     "collection and object types emitted once per element type, and one test block per task that prints "
     "a verdict per case"
 )
-SOURCE_DATASETS = {"mbpp": "google-research/mbpp", "mbpp_plus": "evalplus/mbppplus v0.1.0"}
+SOURCE_DATASETS = {
+    "mbpp": "google-research/mbpp",
+    "mbpp_plus": "evalplus/mbppplus v0.1.0",
+    "mbpp_ile": "google-research/mbpp, enhanced by ILE (plbench.operators)",
+}
 SUBSET = MbppSubset("mbpp", SOURCE_DATASETS["mbpp"], "CC-BY-4.0", SUMMARY)

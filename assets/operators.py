@@ -1,0 +1,85 @@
+"""Construction-operator assets: ILE on MBPP (`mbpp_ile_tasks`) and the validation of its tasks on the
+real servers (`mbpp_ile_validation`), the same replay with mutants and round trip MBPP's tasks get."""
+
+from collections import Counter
+
+import dagster as dg
+
+from pipelines.resources import EnginesResource, LLMResource
+from plbench.config import DIALECT_NAMES, BuildConfig, NotConfigured
+from plbench.mbpp.stages import Ingested, StageOutput, build_tasks, replay_stage, roundtrip_stage
+from plbench.operators.framework import DETERMINISTIC
+from plbench.operators.proposers import DeterministicProposer, LLMProposer
+from plbench.operators.stages import IleOutput, ile_tasks
+
+GROUP = "operators"
+
+
+def proposer(build: BuildConfig, llm: LLMResource):
+    """The configured proposer: the rule templates unless the build asks for the model."""
+    if build.ile_proposer == DETERMINISTIC:
+        return DeterministicProposer()
+    if build.ile_proposer != "llm":
+        raise ValueError(f"PLBENCH_ILE_PROPOSER={build.ile_proposer!r}: expected 'deterministic' or 'llm'")
+    client = llm.client()
+    if isinstance(client, NotConfigured):
+        raise ValueError(f"PLBENCH_ILE_PROPOSER=llm but {client.reason}")
+    return LLMProposer(client)
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
+    description="ILE on MBPP: up to N rounds per task, each adding a business rule proven by execution in "
+    "the sandbox; the enhanced tasks' artifacts in both dialects, and every proposal with its verdict.",
+)
+def mbpp_ile_tasks(
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    llm: LLMResource,
+    mbpp_augmented: StageOutput,
+    mbpp_raw: Ingested | None,
+) -> IleOutput | None:
+    if mbpp_raw is None or "mbpp_ile" not in build.subsets:
+        context.log.info(f"mbpp_ile is not among the selected subsets {build.subsets}")
+        return None
+    out = ile_tasks(mbpp_augmented, [mbpp_raw], build, proposer(build, llm), build.ile_rounds)
+    out.tasks = build_tasks(out.typed)
+    context.add_output_metadata(
+        {
+            "input": out.input_count,
+            "enhanced": len(out.typed.items),
+            "rounds": dg.MetadataValue.json(dict(sorted(Counter(out.rounds.values()).items()))),
+            "rejected": dg.MetadataValue.json(dict(Counter(r.reason_code for r in out.typed.rejections))),
+            "operators": dg.MetadataValue.json(out.ledger.summary()),
+            "seconds": round(out.typed.seconds, 2),
+        }
+    )
+    return out
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds=set(DIALECT_NAMES),
+    description="Replay with mutants and the value round trip of every mbpp_ile task, per dialect.",
+)
+def mbpp_ile_validation(
+    context: dg.AssetExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    engines: EnginesResource,
+    mbpp_ile_tasks: IleOutput | None,
+) -> dict | None:
+    if mbpp_ile_tasks is None:
+        return None
+    reports = {}
+    for dialect in DIALECT_NAMES:
+        with engines.open(dialect) as engine:
+            replay = replay_stage(mbpp_ile_tasks.tasks, engine, build.workers)
+            reports[dialect] = (replay, roundtrip_stage(mbpp_ile_tasks.tasks, engine, build.workers))
+    context.add_output_metadata(
+        {
+            d: dg.MetadataValue.json({"replay": r.counts(), "mutants": r.mutant_counts()})
+            for d, (r, _) in reports.items()
+        }
+    )
+    return reports
