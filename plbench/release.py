@@ -1,6 +1,7 @@
 """Release assembly: every subset's part (plbench.subsets) into tables, manifest and card, written atomically.
 
-A release folder `<out>/<version>/` holds `tasks.parquet`, `rejections.parquet`,
+A release folder `<out>/<version>/` holds `tasks.parquet` (its rows also split per subset
+under `subsets/`), `rejections.parquet`,
 `types.parquet`, the subsets' own tables (databases, gold queries), `manifest.json` and
 `README.md`. It is written to a temporary sibling folder and renamed into place, so a
 failed build leaves nothing behind; an existing version is never overwritten. Parquet
@@ -28,6 +29,7 @@ from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
+from plbench.release_loading import subset_tables
 from plbench.subsets.base import SubsetRelease
 from plbench.taskrow import (
     TASK_SCHEMA,
@@ -111,6 +113,7 @@ def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
 
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
+    path.parent.mkdir(exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -222,9 +225,9 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
 
 def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
     """Write a prepared release (tables, manifest, dataset card) atomically under config.out_dir."""
-    return write_release(
-        config, prepared.version, prepared.tables, dict(prepared.manifest), dataset_card(prepared.manifest)
-    )
+    tables = prepared.tables
+    tables.update(subset_tables(tables["tasks.parquet"][0]))  # derived from checked rows: no suite of their own
+    return write_release(config, prepared.version, tables, dict(prepared.manifest), dataset_card(prepared.manifest))
 
 
 def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:

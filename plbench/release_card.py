@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from plbench.release_loading import config_lines, loading_lines
 from plbench.subsets import SUBSETS
 
 
@@ -21,11 +22,7 @@ def dataset_card(manifest: dict) -> str:
         "- plsql",
         "- postgresql",
         "- oracle",
-        "configs:",
-        "- config_name: default",
-        "  data_files:",
-        "  - split: test",
-        "    path: tasks.parquet",
+        *config_lines(manifest),
         "---",
         "",
         f"# plbench release {manifest['version']}",
@@ -76,11 +73,13 @@ def dataset_card(manifest: dict) -> str:
         "",
         "- `tasks.parquet`: one row per task and dialect (prompt, scaffold, setup_sql, test_block, "
         "test_cases as tagged JSON, validation results, provenance).",
+        "- `subsets/<subset>.parquet`: the same rows, one file per subset.",
         "- `rejections.parquet`: every input not released (level `task`) and every test case dropped "
         "(level `case`), with stage, reason_code and detail.",
         "- `types.parquet`: each collection/object type once per dialect, with its DDL.",
         "- `manifest.json`: raw input checksums, counts, validation, table checksums.",
         "",
+        *loading_lines(manifest),
         "## Licences",
         "",
         *[f"- {s}: {SUBSETS[s].licence}" for s in subsets],
