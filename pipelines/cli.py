@@ -370,6 +370,26 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_normalize(args: argparse.Namespace) -> int:
+    from pipelines.resources import open_engines
+    from plbench.engines.base import EngineUnavailable
+    from plbench.own_database import OwnDatabaseError, checked_input, normalize_own_database, summary_lines
+
+    sqlite_path = Path(args.sqlite).resolve()
+    config = BuildConfig.from_env(normalized_dir=Path(args.out).resolve() if args.out else None)
+    try:
+        queries = checked_input(sqlite_path, Path(args.queries) if args.queries else None)
+        with open_engines(config, ["postgres"]) as engines:
+            if isinstance(engines["postgres"], NotConfigured):
+                raise EngineUnavailable(engines["postgres"].reason)
+            report = normalize_own_database(sqlite_path, queries, config.normalized_dir, engines["postgres"])
+    except (OwnDatabaseError, EngineUnavailable) as error:
+        print(f"plbench: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(summary_lines(report)))
+    return 0 if report["load"]["verified"] else 1
+
+
 def dev_command(args: argparse.Namespace) -> list[str]:
     """`dagster dev` run by this interpreter (no venv on PATH needed), on the project's code location."""
     command = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions"]
@@ -456,6 +476,13 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("new", help="the newer release folder")
     diff.add_argument("--values", action="store_true", help="also print the start of each old and new value")
     diff.set_defaults(func=cmd_diff)
+    own = sub.add_parser(
+        "normalize", help="normalize your own SQLite database into both dialects, load it, check queries"
+    )
+    own.add_argument("--sqlite", required=True, help="the SQLite database file (opened read-only)")
+    own.add_argument("--queries", help="JSON list of objects with a `query` field, checked for equivalence")
+    own.add_argument("--out", help="folder for own/<database>/<dialect>/ and report.json (default: normalized/)")
+    own.set_defaults(func=cmd_normalize)
     dev = sub.add_parser("dev", help="open the Dagster UI on the same storage (runs `dagster dev`)")
     dev.add_argument("--host", help="address the UI listens on (default: dagster's, 127.0.0.1)")
     dev.add_argument("--port", type=int, help="port the UI listens on (default: dagster's, 3000)")
