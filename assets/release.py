@@ -9,7 +9,9 @@ stops the build before anything is written.
 
 import dagster as dg
 
+from pipelines.resources import EnginesResource
 from plbench.config import BuildConfig
+from plbench.grading.trivial import gate_parts
 from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.subsets import SUBSETS
@@ -28,9 +30,11 @@ RELEASE_INPUTS = sorted({key for s in RELEASE_SUBSETS for key in s.release_input
     description="Release rows, rejections, types, databases and manifest of every subset, reconciled, before writing.",
 )
 def release_tables(
-    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], **values
+    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **values
 ) -> PreparedRelease:
     parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in RELEASE_SUBSETS]
+    with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
+        parts = gate_parts(parts, engine, build.workers)
     prepared = prepare_release(build, parts)
     prepared.manifest["quality"] = check_release(prepared)
     prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])

@@ -66,13 +66,14 @@ class Release:
 
 
 def read_release(release_dir: Path) -> Release:
-    tasks = read_tasks(release_dir)
-    schemas = {}
-    if (release_dir / "databases.parquet").exists():
-        for db in pq.read_table(release_dir / "databases.parquet").to_pylist():
-            if db["loaded"]:
-                schemas[(db["database"], db["dialect"])] = db["schema_name"]
-    return Release(release_dir.name, tasks, schemas)
+    databases = release_dir / "databases.parquet"
+    rows = pq.read_table(databases).to_pylist() if databases.exists() else []
+    return Release(release_dir.name, read_tasks(release_dir), loaded_schemas(rows))
+
+
+def loaded_schemas(database_rows: list[dict]) -> dict[tuple[str, str], str]:
+    """(database, dialect) -> the schema it was loaded into, from `databases.parquet` rows."""
+    return {(db["database"], db["dialect"]): db["schema_name"] for db in database_rows if db["loaded"]}
 
 
 def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
@@ -82,11 +83,19 @@ def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
     return {(r["task_id"], r["dialect"]): r for r in pq.read_table(release_dir / "tasks.parquet").to_pylist()}
 
 
+def task_kind(task: dict) -> str | None:
+    """How a release row is graded: "function" (a signature to call), "block" (lines to print), or None."""
+    if task.get("signature"):
+        return "function"
+    cases = json.loads(task["test_cases"])
+    return "block" if isinstance(cases, dict) and cases.keys() & {"expected_lines", "reference_results"} else None
+
+
 def grade(engine: Engine, task: dict, code: str, schema: str | None = None) -> list[dict]:
     """Case rows (case, verdict, category, detail) of one candidate, whatever the candidate does to
     its own session; EngineUnavailable only when the server itself is gone."""
     try:
-        if task.get("signature"):
+        if task_kind(task) == "function":
             return grade_function(engine, task, code)
         return grade_block(engine, task, code, schema if engine.loaded(schema) else None)
     except EngineUnavailable as exc:
@@ -134,6 +143,8 @@ def run_candidates(
             rows = _not_graded(cand, f"unknown dialect {cand.dialect!r}; known: {', '.join(DIALECT_NAMES)}")
         elif task is None:
             rows = _not_graded(cand, f"{cand.task_id} ({cand.dialect}) is not a task of release {release.name}")
+        elif task_kind(task) is None:
+            rows = _not_graded(cand, f"no grader here for the tasks of {task['subset']}", task["subset"])
         elif engine is None or isinstance(engine, NotConfigured):
             why = engine.reason if engine else "not configured"
             rows = _not_graded(cand, f"no {cand.dialect} engine: {why}", task["subset"])

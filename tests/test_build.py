@@ -330,20 +330,35 @@ def test_mbpp_ile_rows_carry_proposer_and_rounds_and_the_manifest_the_operator_r
 
 
 def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidates_fail(setup, pg_engine):
-    from plbench.evaluate import Candidate, evaluate, read_release
+    from plbench.evaluate import Candidate, evaluate, read_release, task_kind
     from plbench.grading.results import summarize
     from plbench.grading.trivial import run_trivial
 
     config, _ = setup
-    path, _, tasks, _ = _release(config)
+    path, manifest, tasks, rejections = _release(config)
     spider = [t for t in tasks if t["subset"] == "spider_plsql" and t["dialect"] == "postgres"]
     candidates = [Candidate(t["task_id"], "postgres", t["reference_code"]) for t in spider]
     summary = summarize(evaluate(path, candidates, {"postgres": pg_engine}))["spider_plsql/postgres"]
     assert summary["tasks"] == len(spider) > 0 and summary["suite_pass@1"] == 1.0
+    # The release gate ran every subset's trivial candidates: no released block task passes one, and
+    # the function tasks a constant passes are the ones the manifest lists.
+    gate = manifest["trivial_candidates"]
+    assert set(gate) == {"mbpp", "mbpp_plus", "spider_plsql", "spider2"} and all(g["ran"] for g in gate.values())
     results = run_trivial(tasks, pg_engine, read_release(path).schemas)
     assert len(results) == sum(t["dialect"] == "postgres" for t in tasks)
-    passed = {key: [n for n, ok in verdicts.items() if ok] for key, verdicts in results.items()}
-    assert {key: names for key, names in passed.items() if names} == {}
+    kinds = {(t["task_id"], t["dialect"]): task_kind(t) for t in tasks}
+    passed = {key for key, verdicts in results.items() if any(verdicts.values())}
+    assert {key for key in passed if kinds[key] == "block"} == set()
+    listed = {
+        i
+        for section in gate.values()
+        for group in section["groups"].values()
+        for entry in group["candidates"].values()
+        for i in entry["passed"]
+    }
+    assert {key[0] for key in passed} == listed
+    trivial = [r for r in rejections if r["reason_code"] == "trivial_candidate_passes"]
+    assert {r["subset"] for r in trivial} <= {"spider_plsql", "spider2"}
 
 
 def test_each_validation_stage_has_its_report_beside_the_release(setup):

@@ -6,6 +6,7 @@ moved out of the candidate's session (plbench.grading).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -22,10 +23,12 @@ from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import Candidate, evaluate, grade, read_solutions
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.results import summarize
-from plbench.grading.trivial import REASON, run_trivial, trivial_gate
+from plbench.grading.trivial import REASON, gate_parts, run_trivial, trivial_gate
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import repr_sql
 from plbench.spider.tasks import reference_block
+from plbench.subsets import SubsetRelease
+from plbench.taskrow import TaskRow
 from plbench.types import PyType
 from plbench.validation.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from tests.helpers import release_row, typed_task
@@ -393,15 +396,65 @@ def test_trivial_candidates_fail_a_task_that_can_fail_and_the_gate_rejects_block
         ("mbpp/1", "postgres"): {"returns_null": False, "returns_the_example": False},
         ("mbpp/2", "postgres"): {"returns_null": False, "returns_the_example": True},
         ("spider_plsql/7", "postgres"): {"prints_nothing": False, "prints_the_first_line": False},
-        ("spider_plsql/8", "postgres"): {"prints_nothing": True, "prints_the_first_line": None},
-        ("spider_plsql/9", "postgres"): {"prints_nothing": False, "prints_the_first_line": None},
+        ("spider_plsql/8", "postgres"): {"prints_nothing": True},  # nothing to print first
+        ("spider_plsql/9", "postgres"): {"prints_nothing": False},  # the first line is the answer
     }
-    drop, rejections, section = trivial_gate(tasks, results)
-    assert drop == {("spider_plsql/8", "postgres")}  # the constant-passable MBPP task is listed, not rejected
-    assert [(r.source_id, r.reason_code, r.dialect) for r in rejections] == [("8", REASON, "postgres")]
-    assert section["groups"]["mbpp/postgres"]["returns_the_example"] == {
-        "run": 2,
-        "not_applicable": 0,
-        "passed": ["mbpp/2"],
+    oracle = {**_spider_row([], source_id="8", task_id="spider_plsql/8"), "dialect": "oracle"}
+    drop, rejections, section = trivial_gate([*tasks, oracle], results)
+    # The constant-passable MBPP task is listed, not rejected; the empty-result block goes in both dialects.
+    assert drop == {("spider_plsql/8", "postgres"), ("spider_plsql/8", "oracle")}
+    assert [(r.source_id, r.reason_code, r.dialect) for r in rejections] == [
+        ("8", REASON, "postgres"),
+        ("8", REASON, "oracle"),
+    ]
+    mbpp = section["groups"]["mbpp/postgres"]
+    assert mbpp["tasks"] == 2 and mbpp["candidates"]["returns_the_example"] == {"ran": 2, "passed": ["mbpp/2"]}
+    assert section["groups"]["spider_plsql/postgres"]["candidates"]["prints_the_first_line"]["ran"] == 1
+
+
+def test_the_release_gate_rejects_through_the_subsets_part_and_says_so_in_its_manifest(fast, singers):
+    rows = [TaskRow(**_task_row_fields(r)) for r in (release_row(CONSTANT), _spider_row([], source_id="8"))]
+    parts = [
+        SubsetRelease("mbpp", 1, {}, rows[:1], [], {}),
+        SubsetRelease(
+            "spider_plsql",
+            1,
+            {},
+            rows[1:],
+            [],
+            {},
+            tables={"databases.parquet": ([{**FIXTURE_DB, "schema_name": singers}], None)},
+            manifest={"normalization": {"spider1": {}}},
+        ),
+        None,
+    ]
+    gated = gate_parts(parts, fast)
+    assert [r.task_id for r in gated[0].rows] == ["mbpp/2"] and gated[1].rows == [] and gated[2] is None
+    assert [r.reason_code for r in gated[1].rejections] == [REASON]
+    assert gated[0].manifest["trivial_candidates"]["mbpp"]["groups"]["mbpp/postgres"]["candidates"][
+        "returns_the_example"
+    ] == {"ran": 1, "passed": ["mbpp/2"]}
+    assert gated[1].manifest["normalization"] == {"spider1": {}}  # its own sections kept
+    skipped = gate_parts(parts, NotConfigured("no server here"))
+    assert skipped[0].rows == rows[:1] and skipped[1].manifest["trivial_candidates"]["spider_plsql"] == {
+        "ran": False,
+        "reason": "no server here",
     }
-    assert section["groups"]["spider_plsql/postgres"]["prints_the_first_line"]["not_applicable"] == 2
+
+
+FIXTURE_DB = {"database": "fixture", "dialect": "postgres", "loaded": True}
+
+
+def _task_row_fields(row: dict) -> dict:
+    fields = {f.name for f in dataclasses.fields(TaskRow)}
+    defaults = {"source_dataset": "test", "prompt": "", "scaffold": "", "comparison": "{}", "replay_status": "passed"}
+    return {**defaults, **{k: v for k, v in row.items() if k in fields and v is not None}}
+
+
+def test_a_task_no_grader_here_knows_gets_rows_that_say_so(fast, tmp_path):
+    procedure = {"task_id": "procedures/a1", "subset": "procedures", "dialect": "postgres", "signature": None}
+    pq.write_table(
+        pa.Table.from_pylist([{**procedure, "test_cases": json.dumps(["CALL p()"])}]), tmp_path / "tasks.parquet"
+    )
+    [row] = evaluate(tmp_path, [Candidate("procedures/a1", "postgres", "CREATE PROCEDURE p() ...")], {"postgres": fast})
+    assert (row["category"], row["detail"]) == ("not_graded", "no grader here for the tasks of procedures")

@@ -1,32 +1,39 @@
 """Trivial candidates: a benchmark task must be able to fail, so none of these may pass a released task.
 
-Per kind of task, candidates that do not solve anything (rules as data, `TRIVIAL`):
+Per kind of task, candidates that do not solve anything (rules as data, `TRIVIAL`; a subset names
+its own through `plbench.subsets.base.Subset.trivial_candidates`, by default these):
 - function tasks (MBPP, MBPP+): `returns_null`, a function with the task's signature returning NULL;
   `returns_the_example`, one returning the prompt's example output (the first case's expected value)
   whatever its input;
 - block tasks (Spider): `prints_nothing`, an empty block; `prints_the_first_line`, a block printing
-  only the first expected line. Where the answer is one line that block *is* the answer, so it is not
-  run there (`not_applicable`).
+  only the first expected line. Where the answer is one line that block *is* the answer, so it does
+  not apply there.
 
-`run_trivial` grades each on every task through the one grading path (plbench.evaluate.grade) and
-says what each passed. The release gate (`trivial_gate`) turns a block task some trivial candidate
-passes (today: the Spider tasks whose gold result is empty, which the empty block passes) into a
-rejection `trivial_candidate_passes`; function tasks a constant passes are listed in the manifest
-instead, until input generation (the construction operators) gives them cases that tell apart.
+`run_trivial` grades each through the one grading path (plbench.evaluate.grade) and says what each
+passed. The release gate (`gate_parts`, run by the `release_tables` asset) turns a block task some
+trivial candidate passes (today: the Spider tasks whose gold result is empty, which the empty block
+passes) into a rejection `trivial_candidate_passes`; function tasks a constant passes are listed in
+the manifest's `trivial_candidates` section instead, until input generation (the construction
+operators) gives them cases that tell a constant apart.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
+from plbench.config import NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import Unit
 from plbench.engines.base import Engine
+from plbench.evaluate import grade, task_kind
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.functions import typed_task
 from plbench.mbpp.artifacts import TaskEmitter, repr_sql
 from plbench.records import Rejection
+from plbench.taskrow import task_records
 
 REASON = "trivial_candidate_passes"
 STAGE = "trivial_candidates"
@@ -65,56 +72,103 @@ TRIVIAL: dict[str, dict[str, Callable[[dict], str | None]]] = {
 REJECTED_KINDS = ("block",)  # function tasks a trivial candidate passes are listed, not rejected (see above)
 
 
-def task_kind(task: dict) -> str:
-    return "function" if task.get("signature") else "block"
+def trivial_candidates(task: dict) -> list[tuple[str, str]]:
+    """(name, code) of the trivial candidates of a task row's kind that apply to it."""
+    made = [(name, code_of(task)) for name, code_of in TRIVIAL.get(task_kind(task), {}).items()]
+    return [(name, code) for name, code in made if code is not None]
 
 
-def run_trivial(tasks: list[dict], engine: Engine, schemas: dict[tuple[str, str], str]) -> dict[tuple, dict]:
-    """(task_id, dialect) -> {trivial candidate: passed (bool) or None when not applicable}, on the
-    tasks of the engine's dialect; `schemas` maps (database, dialect) to its loaded schema."""
-    from plbench.evaluate import grade
+def run_trivial(
+    tasks: list[dict],
+    engine: Engine,
+    schemas: dict[tuple[str, str], str],
+    workers: int = 1,
+    candidates_of: Callable[[dict], list[tuple[str, str]]] = trivial_candidates,
+) -> dict[tuple, dict[str, bool]]:
+    """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
+    engine's dialect, `workers` at a time; `schemas` maps (database, dialect) to its loaded schema."""
 
-    out = {}
-    for task in (t for t in tasks if t["dialect"] == engine.dialect):
-        verdicts = {}
-        for name, code_of in TRIVIAL[task_kind(task)].items():
-            code = code_of(task)
-            rows = (
-                None
-                if code is None
-                else grade(engine, task, code, schemas.get((task.get("database"), task["dialect"])))
-            )
-            verdicts[name] = None if rows is None else all(r["verdict"] == "PASS" for r in rows)
-        out[(task["task_id"], task["dialect"])] = verdicts
-    return out
+    def verdicts(task: dict) -> dict[str, bool]:
+        schema = schemas.get((task.get("database"), task["dialect"]))
+        return {
+            name: all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema))
+            for name, code in candidates_of(task)
+        }
+
+    mine = [t for t in tasks if t["dialect"] == engine.dialect]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return {(t["task_id"], t["dialect"]): v for t, v in zip(mine, pool.map(verdicts, mine))}
 
 
 def summary(tasks: list[dict], results: dict[tuple, dict]) -> dict:
-    """Per subset/dialect and trivial candidate: tasks run, not applicable, and the ids it passed."""
-    by_key: dict[str, dict] = defaultdict(dict)
+    """Per subset/dialect: the tasks run, and per trivial candidate the tasks it ran on (it does not
+    apply to the others) and the ids of those it passed."""
+    by_key: dict[str, dict] = defaultdict(lambda: {"tasks": 0, "candidates": {}})
     subsets = {(t["task_id"], t["dialect"]): t["subset"] for t in tasks}
     for key, verdicts in sorted(results.items()):
         group = by_key[f"{subsets[key]}/{key[1]}"]
+        group["tasks"] += 1
         for name, passed in verdicts.items():
-            entry = group.setdefault(name, {"run": 0, "not_applicable": 0, "passed": []})
-            entry["run" if passed is not None else "not_applicable"] += 1
+            entry = group["candidates"].setdefault(name, {"ran": 0, "passed": []})
+            entry["ran"] += 1
             if passed:
                 entry["passed"].append(key[0])
     return dict(sorted(by_key.items()))
 
 
 def trivial_gate(tasks: list[dict], results: dict[tuple, dict]) -> tuple[set[tuple], list[Rejection], dict]:
-    """(keys of the rows to drop, their rejections, the manifest section) from `run_trivial`'s results."""
-    drop, rejections = set(), []
-    rows = {(t["task_id"], t["dialect"]): t for t in tasks}
-    for key, verdicts in sorted(results.items()):
+    """(keys of the rows to drop, their rejections, the manifest section) from `run_trivial`'s results.
+
+    A block task's expected lines are the same in every dialect, so a trivial pass where it ran
+    rejects the task's rows in the dialects it could not run in too (Oracle, without a server).
+    """
+    failed: dict[str, tuple[str, list[str]]] = {}  # task id -> (dialect it ran in, candidates that passed)
+    for (task_id, dialect), verdicts in sorted(results.items()):
         passed = sorted(name for name, ok in verdicts.items() if ok)
-        task = rows[key]
-        if passed and task_kind(task) in REJECTED_KINDS:
-            drop.add(key)
-            detail = f"passed by the trivial candidate(s) {', '.join(passed)}: the task cannot tell them from an answer"
-            rejections.append(
-                Rejection(task["subset"], task["source_id"], STAGE, REASON, detail, dialect=task["dialect"])
-            )
+        if passed and task_id not in failed:
+            failed[task_id] = (dialect, passed)
+    drop, rejections = set(), []
+    for task in tasks:
+        if task["task_id"] not in failed or task_kind(task) not in REJECTED_KINDS:
+            continue
+        dialect, passed = failed[task["task_id"]]
+        drop.add((task["task_id"], task["dialect"]))
+        detail = f"passed on {dialect} by {', '.join(passed)}: the task cannot tell a trivial candidate from an answer"
+        rejections.append(Rejection(task["subset"], task["source_id"], STAGE, REASON, detail, dialect=task["dialect"]))
     section = {"ran": True, "rejected_kinds": list(REJECTED_KINDS), "groups": summary(tasks, results)}
     return drop, rejections, section
+
+
+def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) -> list:
+    """The release gate on every subset's part (plbench.subsets.SubsetRelease): each subset's trivial
+    candidates run on its PostgreSQL rows; the rows `trivial_gate` drops become rejections, and the
+    part's manifest gets its `trivial_candidates` section. Without a PostgreSQL engine nothing runs and
+    the sections say why."""
+    from plbench.evaluate import loaded_schemas
+    from plbench.subsets import subset
+
+    present = [p for p in parts if p is not None]
+    if isinstance(engine, NotConfigured):
+        return [_with_gate(p, set(), [], {"ran": False, "reason": engine.reason}) if p else p for p in parts]
+    databases = [row for p in present for row in p.tables.get("databases.parquet", ([], None))[0]]
+    schemas = loaded_schemas(databases)
+    by_key = {r.key: r for p in present for r in p.rows}
+
+    def candidates_of(task: dict) -> list[tuple[str, str]]:  # as the task's subset names them
+        return subset(task["subset"]).trivial_candidates(by_key[(task["task_id"], task["dialect"])])
+
+    gated = {}
+    for part in present:
+        records = task_records(part.rows)
+        results = run_trivial(records, engine, schemas, workers, candidates_of)
+        gated[part.subset] = _with_gate(part, *trivial_gate(records, results))
+    return [gated[p.subset] if p is not None else None for p in parts]
+
+
+def _with_gate(part, drop: set[tuple], rejections: list[Rejection], section: dict):
+    return dataclasses.replace(
+        part,
+        rows=[r for r in part.rows if r.key not in drop],
+        rejections=[*part.rejections, *rejections],
+        manifest={**part.manifest, "trivial_candidates": {part.subset: section}},
+    )

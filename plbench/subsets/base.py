@@ -55,8 +55,6 @@ class Subset:
         """(name, code) of candidates that must fail the task: a released task a trivial candidate
         passes cannot tell a solution from a non-solution. By default those of the task's kind in
         plbench.grading.trivial (function: NULL, the example output; block: nothing, the first line)."""
-        from plbench.grading.trivial import TRIVIAL, task_kind
+        from plbench.grading.trivial import trivial_candidates
 
-        task = as_record(row)
-        made = [(name, code_of(task)) for name, code_of in TRIVIAL[task_kind(task)].items()]
-        return [(name, code) for name, code in made if code is not None]
+        return trivial_candidates(as_record(row))
