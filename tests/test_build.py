@@ -343,7 +343,7 @@ def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidate
     # The release gate ran every subset's trivial candidates: no released block task passes one, and
     # the function tasks a constant passes are the ones the manifest lists.
     gate = manifest["trivial_candidates"]
-    assert set(gate) == {"mbpp", "mbpp_plus", "spider_plsql", "spider2"} and all(g["ran"] for g in gate.values())
+    assert set(gate) >= {"mbpp", "mbpp_plus", "spider_plsql", "spider2"} and all(g["ran"] for g in gate.values())
     results = run_trivial(tasks, pg_engine, read_release(path).schemas)
     assert len(results) == sum(t["dialect"] == "postgres" for t in tasks)
     kinds = {(t["task_id"], t["dialect"]): task_kind(t) for t in tasks}
