@@ -28,7 +28,7 @@ from plbench.grading.results import ResultLog, write_results
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import Comparison, TestCase
 from plbench.mbpp.pytypes import infer_signature
-from plbench.pipeline import emit_artifacts
+from plbench.mbpp.stages import emit_artifacts
 
 TASKS = {  # entry point -> (parameter names, [(arguments, expected)])
     "sort_list": (["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), []), (([2, 2, 1],), [1, 2, 2])]),
