@@ -23,11 +23,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from plbench.config import DIALECT_NAMES, NotConfigured
+from plbench.diagnostics import INVALID_ARTIFACT
 from plbench.engines.base import Engine, EngineUnavailable
 from plbench.grading.blocks import grade_block
 from plbench.grading.functions import grade_function
 from plbench.grading.results import NOT_GRADED
-from plbench.validation.diagnostics import INVALID_ARTIFACT
 
 
 @dataclass(frozen=True)

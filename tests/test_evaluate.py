@@ -6,10 +6,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from plbench.diagnostics import CATEGORY_BY_CODE, INTERFACE, INVALID_ARTIFACT, category_of
 from plbench.engines.postgres import PostgresEngine
 from plbench.evaluate import Candidate, evaluate, read_solutions
 from plbench.grading.results import summarize
-from plbench.validation.diagnostics import CATEGORY_BY_CODE, INTERFACE, INVALID_ARTIFACT, category_of
 from tests.conftest import PG_DATA_DIR
 from tests.helpers import release_row, typed_task
 

@@ -19,6 +19,7 @@ import pytest
 
 from pipelines import cli
 from plbench.config import NotConfigured
+from plbench.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import Candidate, evaluate, grade, read_solutions
 from plbench.grading.blocks import expected_outputs
@@ -30,7 +31,6 @@ from plbench.spider.tasks import reference_block
 from plbench.subsets import SubsetRelease
 from plbench.taskrow import TaskRow
 from plbench.types import PyType
-from plbench.validation.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from tests.helpers import release_row, typed_task
 
 SORT = typed_task(

@@ -20,6 +20,7 @@ import pytest
 from psycopg import sql
 
 from plbench.config import BuildConfig
+from plbench.diagnostics import INTERFACE, WRONG_LOGIC
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import grade
 from plbench.mbpp.artifacts import TaskEmitter
@@ -29,7 +30,6 @@ from plbench.normalize.load import load_postgres, verify_postgres
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.records import RawProblem
 from plbench.sandbox import SandboxLimits
-from plbench.validation.diagnostics import INTERFACE, WRONG_LOGIC
 from plbench.validation.replay import validate_task
 from tests.helpers import release_row, sandbox_children, typed_task
 

@@ -52,7 +52,7 @@ class CallOutcome:
     """One call of a function from the client: the engine's rendering of its result, or why none.
 
     PostgreSQL renders the result with `to_jsonb`, Oracle as the driver fetches it; either way the
-    grader decodes it by the declared type (plbench.validation.roundtrip.decode).
+    grader decodes it by the declared type (plbench.typed_json.decode).
     """
 
     value: Any = None

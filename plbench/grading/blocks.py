@@ -19,10 +19,10 @@ import io
 import json
 import re
 
+from plbench.diagnostics import CATEGORY_BY_CODE, REFERENCE_ERROR, WRONG_LOGIC
 from plbench.engines.base import Engine, ExecResult
 from plbench.spider.output_format import format_row
 from plbench.spider.tasks import ReferenceOutput, outputs_match
-from plbench.validation.diagnostics import CATEGORY_BY_CODE, REFERENCE_ERROR, WRONG_LOGIC
 
 _INTEGER = re.compile(r"^-?\d+$")
 

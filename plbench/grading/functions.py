@@ -14,14 +14,14 @@ from typing import Any
 
 from plbench import values
 from plbench.compare import Tolerance, same
+from plbench.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
 from plbench.engines.base import CallOutcome, Engine
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import Comparison, TestCase
 from plbench.mbpp.pytypes import Signature
+from plbench.typed_json import decode
 from plbench.types import PyType
-from plbench.validation.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
-from plbench.validation.roundtrip import decode
 
 
 def typed_task(task: dict) -> TypedTask:

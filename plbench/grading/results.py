@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from plbench.validation.diagnostics import REFERENCE_ERROR
+from plbench.diagnostics import REFERENCE_ERROR
 
 NOT_GRADED = "not_graded"  # no verdict on the code: unknown task or dialect, no engine; outside the scores
 EXCLUDED = (REFERENCE_ERROR, NOT_GRADED)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from plbench.diagnostics import WRONG_LOGIC, category_of
 from plbench.procedures.workspace import TAMPERED, CallResult, DatabaseCopy, Workspace
-from plbench.validation.diagnostics import WRONG_LOGIC, category_of
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,12 @@ import pyarrow.parquet as pq
 from plbench import values
 from plbench.compare import Tolerance, same, same_unordered
 from plbench.config import NotConfigured
+from plbench.diagnostics import INTERFACE, REFERENCE_ERROR
 from plbench.dialects import DIALECTS
 from plbench.engines.base import Engine
 from plbench.evaluate import Candidate, Release, run_candidates
 from plbench.llm import LLMClient
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many
-from plbench.validation.diagnostics import INTERFACE, REFERENCE_ERROR
 
 HINT_LEVELS = {
     "none": "the task prompt only",
