@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.dialects.oracle_syntax import gate_release_parts
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
@@ -204,6 +205,7 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
     names = [p.subset for p in parts]
     if len(set(names)) != len(names):
         raise ValueError(f"a subset gave two parts: {sorted(names)}")
+    parts, syntax = gate_release_parts(parts, config.workers, config.cache_dir / "oracle-grammar")
     build = build_id(config, release_inputs(parts))
     version = release_version(config, build)
     rows = sorted(
@@ -211,6 +213,7 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
     )
     types = type_rows(usage for p in parts for usage in p.types)
     manifest = build_manifest(config, version, build, parts, rows, types)
+    manifest["oracle_syntax"] = syntax
     manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:

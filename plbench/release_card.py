@@ -6,6 +6,16 @@ from plbench.release_loading import config_lines, loading_lines
 from plbench.subsets import SUBSETS
 
 
+def _syntax_line(section: dict | None) -> str:
+    if not section or not section["ran"]:
+        return f"Oracle grammar check not run ({section['reason'] if section else 'no section'})."
+    return (
+        f"Every Oracle statement was parsed by {section['parser']}: {section['parsed']} of "
+        f"{section['statements']} parsed, {section['failed']} failed; the Oracle rows they belong to are "
+        "rejected (`oracle_syntax`, with the parser's line, column and message)."
+    )
+
+
 def dataset_card(manifest: dict) -> str:
     """README.md of a release, with YAML front matter that common dataset loaders read."""
     subsets = manifest["subsets"]
@@ -67,6 +77,7 @@ def dataset_card(manifest: dict) -> str:
             trip = entry.get("roundtrip", {})
             if trip.get("ran"):
                 lines.append(f"  Value round trip: {trip['equal']} of {trip['values']} test values came back equal.")
+    lines += ["", _syntax_line(manifest.get("oracle_syntax"))]
     lines += [
         "",
         "## Files",

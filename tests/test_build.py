@@ -275,7 +275,27 @@ def test_every_release_table_passed_its_quality_suite(setup):
     # as the bare query (bq001, both dialects), whose rows claim only the scaffold's anonymous block.
     assert accuracy["constructs_over"] == accuracy["constructs_under"] == {}, accuracy["examples"]
     bare = [t for t in tasks if t["subset"] == "spider2" and t["source_id"] == "bq001"]
-    assert len(bare) == 2 and all(list(t["plsql_constructs"]) == ["anonymous_block"] for t in bare)
+    # its Oracle row fails the grammar check when that runs (BigQuery's three-part wildcard table name)
+    assert len(bare) == (1 if manifest["oracle_syntax"]["ran"] else 2)
+    assert all(list(t["plsql_constructs"]) == ["anonymous_block"] for t in bare)
+
+
+def test_every_oracle_statement_is_parsed_and_a_row_that_fails_is_rejected(setup):
+    config, _ = setup
+    _, manifest, tasks, rejections = _release(config)
+    section = manifest["oracle_syntax"]
+    if not section["ran"]:  # no Node or no installed parser here: said so, nothing counted as parsed
+        assert section["reason"] and "parsed" not in section
+        return
+    kinds = {kind for by_kind in section["by_subset"].values() for kind in by_kind}
+    assert {"setup", "scaffold", "test_block", "reference", "type_ddl", "database_ddl", "gold_query"} <= kinds
+    # bq001's Oracle gold keeps BigQuery's three-part wildcard name: the one statement that fails
+    (failure,) = section["failures"]
+    assert failure["owner"] == "spider2/bq001" and '."events_*"' in failure["detail"]
+    assert section["parsed"] == section["statements"] - 1
+    (rejected,) = [r for r in rejections if r["reason_code"] == "oracle_syntax"]
+    assert (rejected["source_id"], rejected["dialect"], rejected["stage"]) == ("bq001", "oracle", "oracle_syntax")
+    assert ("spider2/bq001", "oracle") not in {(t["task_id"], t["dialect"]) for t in tasks}
 
 
 def test_spider2_records_carry_gold_metadata_and_say_what_was_not_run(setup):

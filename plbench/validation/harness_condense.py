@@ -1,0 +1,78 @@
+"""A test block condensed for the grammar: each repeated case reduced to its two assignments.
+
+A test block (plbench.mbpp.artifacts.TaskEmitter.test_block_statements) runs one case per
+nested block, every one the same text but for its case number and two expressions:
+
+      BEGIN
+        v_expected := <expected literal>;
+        v_actual := <call with the case's literals>;
+        IF ... PLBENCH_CASE <n> PASS ... END IF;
+      EXCEPTION WHEN OTHERS THEN ... PLBENCH_CASE <n> ERROR ...
+      END;
+
+The grammar is context-free, so once the first case parses, a later case with the same text
+around its expressions parses exactly when its two assignments do in the same place. Such a case
+keeps only its assignment lines (every other line blanked, so lines and columns stay those of
+the block as shipped); a case whose surrounding text differs stays whole. On MBPP+ blocks the
+surrounding text is about two thirds of the bytes (bench/oracle_grammar.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+CASE_OPEN, CASE_CLOSE = "  BEGIN", "  END;"
+ASSIGNMENTS = ("    v_expected := ", "    v_actual := ")
+AFTER_ASSIGNMENTS = "    IF "
+_CASE_NUMBER = re.compile(r"PLBENCH_CASE \d+ ")
+
+
+def _code_starts(lines: list[str]) -> list[bool]:
+    """Whether each line starts outside a string literal ('' inside a literal toggles twice)."""
+    starts, inside = [], False
+    for line in lines:
+        starts.append(not inside)
+        inside ^= line.count("'") % 2 == 1
+    return starts
+
+
+def _cases(lines: list[str], code: list[bool]) -> list[tuple[int, int, int, int, int]]:
+    """(open, expected, actual, if, close) line indexes of every case block of the harness shape."""
+    found, i = [], 0
+    marks = [line if starts else None for line, starts in zip(lines, code)]
+    while i < len(lines):
+        if marks[i] != CASE_OPEN:
+            i += 1
+            continue
+        nxt = [j for j in range(i + 1, len(lines)) if marks[j] is not None]
+        close = next((j for j in nxt if marks[j] == CASE_CLOSE), None)
+        heads = [next((j for j in nxt if marks[j].startswith(h)), None) for h in (*ASSIGNMENTS, AFTER_ASSIGNMENTS)]
+        if close is None or None in heads or not i + 1 == heads[0] < heads[1] < heads[2] < close:
+            return found  # not the harness shape from here on: the rest stays as it is
+        found.append((i, heads[0], heads[1], heads[2], close))
+        i = close + 1
+    return found
+
+
+def condense(text: str) -> str:
+    """The block with every case after the first, when its surrounding text repeats the first's,
+    reduced to its assignment lines; the same number of lines, each at its place."""
+    if "--" in text or "/*" in text:  # a comment could hide a quote from the literal scan
+        return text
+    lines = text.split("\n")
+    cases = _cases(lines, _code_starts(lines))
+    if len(cases) < 2:
+        return text
+
+    def frame(case) -> str:
+        start, expected, actual, after, close = case
+        return _CASE_NUMBER.sub("PLBENCH_CASE n ", "\n".join(lines[start:expected] + lines[after : close + 1]))
+
+    first = frame(cases[0])
+    out = list(lines)
+    for case in cases[1:]:
+        if frame(case) == first:
+            start, expected, _, after, close = case
+            out[start:expected] = [""] * (expected - start)
+            out[after : close + 1] = [""] * (close + 1 - after)
+    return "\n".join(out)
