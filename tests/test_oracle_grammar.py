@@ -27,7 +27,7 @@ from plbench.mbpp.artifacts import TaskEmitter
 from plbench.mbpp.extract import Comparison
 from plbench.normalize.emit import normalize
 from plbench.normalize.sqlite_source import read_sqlite
-from plbench.spider.tasks import oracle_reference_block
+from plbench.spider.tasks import reference_block
 from plbench.taskrow import TaskRow
 from plbench.validation.harness_condense import condense
 from tests.helpers import typed_task
@@ -64,8 +64,8 @@ CORRECT = {
     for key, text in _artifacts(name, typed_task(params, cases)).items()
 }
 CORRECT.update(_artifacts("set", UNORDERED))
-CORRECT["reference_block"] = oracle_reference_block(
-    "SELECT NAME, AVG(SCORE) FROM T WHERE X IS NOT NULL GROUP BY NAME ORDER BY 2 DESC", ["text", "number"]
+CORRECT["reference_block"] = reference_block(
+    "oracle", "SELECT NAME, AVG(SCORE) FROM T WHERE X IS NOT NULL GROUP BY NAME ORDER BY 2 DESC", ["text", "number"]
 )
 
 THREE_CASES = typed_task(["xs", "s"], [(([1, 2], "a'b\n  END;\n"), [2.0]), (([], "x"), []), (([3], "it's"), [1.5])])
