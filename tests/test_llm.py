@@ -3,8 +3,6 @@ recorded answers, one call per distinct request, the disk cache on a rebuild, hi
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -12,6 +10,7 @@ from pipelines.cli import main
 from plbench.evaluate import read_tasks
 from plbench.llm import DUMMY_KEY, LLMClient, LLMSettings, not_configured, request_key
 from plbench.validation.crosscheck import HINT_LEVELS, crosscheck, generate_candidates, summarize
+from tests.chat_stub import running
 from tests.crosscheck_fixtures import SOLUTIONS, build_release
 
 # Recorded answers: the fixture's correct solution of the function the prompt's scaffold names.
@@ -23,51 +22,15 @@ ANSWERS = {
 TASKS = ["mbpp/101", "mbpp/109", "mbpp/114"]
 
 
-class ChatServer(ThreadingHTTPServer):
-    """Answers /v1/chat/completions with a recorded answer and keeps every request it got."""
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 - the http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        name = re.search(r"FUNCTION (\w+)\(", body["messages"][-1]["content"]).group(1)
-        answer = f"Here is the function.\n\n```sql\n{ANSWERS[name]}\n```\n"
-        reply = {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200 if self.path == "/v1/chat/completions" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _recorded_answer(body: dict) -> str:
+    name = re.search(r"FUNCTION (\w+)\(", body["messages"][-1]["content"]).group(1)
+    return f"Here is the function.\n\n```sql\n{ANSWERS[name]}\n```\n"
 
 
 @pytest.fixture
 def server():
-    srv = ChatServer()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with running(_recorded_answer) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")

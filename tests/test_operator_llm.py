@@ -5,9 +5,6 @@ a broken answer repaired from the diagnostics is accepted; a rebuild with the ca
 
 import json
 import re
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -15,6 +12,7 @@ from plbench.llm import LLMClient, LLMSettings
 from plbench.operators.framework import REPAIR_BUDGET, Ledger
 from plbench.operators.ile import SandboxExecutor, enhance
 from plbench.operators.proposers import LLMProposer
+from tests.chat_stub import running
 from tests.helpers import typed_task
 
 GOOD = {"clause": "Results above 4 are capped at 4.", "code": "def {f}(n):\n    return min(n * 2, 4)\n"}
@@ -40,53 +38,15 @@ def answer_for(name: str, messages: list[dict]) -> str | int | None:
     }[name]
 
 
-class ChatServer(ThreadingHTTPServer):
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 - the http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append(body)
-        name = re.search(r"define the function (\w+)\(", body["messages"][0]["content"]).group(1)
-        answer = answer_for(name, body["messages"])
-        if answer is None:
-            time.sleep(2)  # longer than the client's timeout
-            return
-        status, reply = (answer, {"error": {"message": "internal error"}}) if isinstance(answer, int) else (200, None)
-        reply = reply or {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _recorded_answer(body: dict) -> str | int | None:
+    name = re.search(r"define the function (\w+)\(", body["messages"][0]["content"]).group(1)
+    return answer_for(name, body["messages"])
 
 
 @pytest.fixture
 def server():
-    srv = ChatServer()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with running(_recorded_answer) as srv:
+        yield srv
 
 
 def client(server, cache) -> LLMClient:
@@ -108,7 +68,7 @@ def test_a_good_rule_is_accepted_and_a_rebuild_sends_no_request(server, tmp_path
     assert [(e.verdict, e.attempts) for e in ledger.entries] == [("accepted", 1)]
     repaired, ledger = run("repaired", client(server, tmp_path))
     assert [(e.verdict, e.attempts) for e in ledger.entries] == [("accepted", 2)]
-    assert "SyntaxError" in server.requests[-1]["messages"][-1]["content"]  # the diagnostics were fed back
+    assert "SyntaxError" in server.requests[-1]["body"]["messages"][-1]["content"]  # the diagnostics were fed back
     sent = len(server.requests)
     assert sent == 3
 
