@@ -22,7 +22,7 @@ from plbench.config import NotConfigured
 from plbench.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
 from plbench.evaluate import Candidate, evaluate, grade, read_solutions
-from plbench.grading.blocks import expected_outputs
+from plbench.grading.blocks import csv_lines, expected_outputs
 from plbench.grading.results import summarize
 from plbench.grading.trivial import REASON, gate_parts, run_trivial, trivial_gate
 from plbench.grading.types import parse_type
@@ -458,3 +458,8 @@ def test_a_task_no_grader_here_knows_gets_rows_that_say_so(fast, tmp_path):
     )
     [row] = evaluate(tmp_path, [Candidate("procedures/a1", "postgres", "CREATE PROCEDURE p() ...")], {"postgres": fast})
     assert (row["category"], row["detail"]) == ("not_graded", "no grader here for the tasks of procedures")
+
+
+def test_official_result_csvs_read_with_any_line_ending():
+    # Spider 2.0's result files end lines with \r\n, and some hold a bare \r; quoted newlines stay in the field.
+    assert csv_lines('a,b\r\n1,x\r2,y\n"q\r\nr",3\n') == ("1,x", "2,y", "q\r\nr,3")

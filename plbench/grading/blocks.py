@@ -41,7 +41,7 @@ def _csv_value(text: str):
 
 def csv_lines(text: str) -> tuple[str, ...]:
     """The lines of an official result CSV (header dropped) as the output rule prints them."""
-    rows = list(csv.reader(io.StringIO(text)))[1:]
+    rows = list(csv.reader(io.StringIO(text, newline="")))[1:]  # as csv asks: it reads \r, \n and \r\n itself
     return tuple(format_row(tuple(_csv_value(v) for v in row)) for row in rows)
 
 
