@@ -61,6 +61,7 @@ from plbench.diagnostics import INTERFACE, REFERENCE_ERROR
 from plbench.dialects import DIALECTS
 from plbench.engines.base import Engine
 from plbench.evaluate import Candidate, Release, run_candidates
+from plbench.grading.results import CASE_SCHEMA
 from plbench.llm import LLMClient
 from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many
 
@@ -73,14 +74,7 @@ MAX_TEST_HINTS = 25  # MBPP+ tasks have ~100 inputs; the first ones show the beh
 
 COMPARISON_SCHEMA = pa.schema(
     [
-        ("candidate", pa.int32()),
-        ("task_id", pa.string()),
-        ("subset", pa.string()),
-        ("dialect", pa.string()),
-        ("case", pa.int32()),
-        ("verdict", pa.string()),
-        ("category", pa.string()),
-        ("detail", pa.string()),
+        *CASE_SCHEMA,  # the grader's case row, then what the Python reference says of the same case
         ("expected", pa.string()),
         ("reference_status", pa.string()),
         ("reference_output", pa.string()),
