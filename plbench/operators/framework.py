@@ -31,6 +31,7 @@ class Proposal:
     inputs: tuple[tuple, ...] = ()  # argument tuples to run the changed reference on
     attempt: int = 1
     conversation: tuple = ()  # an LLM proposer's messages so far, for a repair
+    payload: Any = None  # the operator's own form of the change (a procedural ILE round: the new seed)
 
 
 @dataclass(frozen=True)

@@ -94,12 +94,51 @@ SYSTEM = (
 )
 
 
-class LLMProposer:
-    """One proposal per round from a model; up to two repairs from the sandbox diagnostics."""
+def ask_json(client, messages: list[dict], fields: tuple[str, ...]) -> tuple[dict, str]:
+    """The model's answer as a JSON object with these non-empty string fields, and its text; ProposalError
+    when the endpoint fails (after the client's retries) or the answer is not that object."""
+    import openai
+
+    try:
+        answer = client.complete(messages)
+    except openai.APIError as exc:
+        raise ProposalError("endpoint_error", f"{type(exc).__name__}: {exc}") from exc
+    try:
+        parsed = json.loads(answer)
+    except json.JSONDecodeError as exc:
+        raise ProposalError("answer_not_json", f"{exc.msg}: {answer[:200]!r}") from exc
+    if not (isinstance(parsed, dict) and all(isinstance(parsed.get(k), str) and parsed[k] for k in fields)):
+        raise ProposalError("answer_missing_fields", f"expected {{{', '.join(fields)}}} strings: {answer[:200]!r}")
+    return parsed, answer
+
+
+class ChatProposer:
+    """A model's proposer: one proposal per round from `_messages(state)`, and repairs that send the
+    diagnostics back in the same conversation. Subclasses say what to ask and how to read the answer."""
 
     def __init__(self, client):
         self.client = client
         self.name = f"llm:{client.settings.model}"
+
+    def _messages(self, state) -> list[dict]:
+        raise NotImplementedError
+
+    def _ask(self, messages: list[dict], state, attempt: int) -> Proposal:
+        raise NotImplementedError
+
+    def proposals(self, state) -> Iterator[Proposal]:
+        yield self._ask(self._messages(state), state, 1)
+
+    def repair(self, state, proposal: Proposal, diagnostics: str) -> Proposal:
+        feedback = {
+            "role": "user",
+            "content": f"The code failed: {diagnostics}\nReply with the corrected JSON object only.",
+        }
+        return self._ask(list(proposal.conversation) + [feedback], state, proposal.attempt + 1)
+
+
+class LLMProposer(ChatProposer):
+    """One proposal per round from a model; up to two repairs from the sandbox diagnostics."""
 
     def _messages(self, state: IleState) -> list[dict]:
         entry = state.task.entry_point
@@ -112,30 +151,7 @@ class LLMProposer:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _ask(self, messages: list[dict], state: IleState, attempt: int) -> Proposal:
-        import openai
-
-        try:
-            answer = self.client.complete(messages)
-        except openai.APIError as exc:
-            raise ProposalError("endpoint_error", f"{type(exc).__name__}: {exc}") from exc
-        try:
-            parsed = json.loads(answer)
-        except json.JSONDecodeError as exc:
-            raise ProposalError("answer_not_json", f"{exc.msg}: {answer[:200]!r}") from exc
-        if not (
-            isinstance(parsed, dict) and all(isinstance(parsed.get(k), str) and parsed[k] for k in ("clause", "code"))
-        ):
-            raise ProposalError("answer_missing_fields", f"expected {{clause, code}} strings: {answer[:200]!r}")
+        parsed, answer = ask_json(self.client, messages, ("clause", "code"))
         inputs = tuple((c.origin, c.args) for c in state.cases)
         conversation = (*messages, {"role": "assistant", "content": answer})
         return Proposal("llm", parsed["clause"].strip(), parsed["code"], state.params, inputs, attempt, conversation)
-
-    def proposals(self, state: IleState) -> Iterator[Proposal]:
-        yield self._ask(self._messages(state), state, 1)
-
-    def repair(self, state: IleState, proposal: Proposal, diagnostics: str) -> Proposal:
-        feedback = {
-            "role": "user",
-            "content": f"The code failed: {diagnostics}\nReply with the corrected JSON object only.",
-        }
-        return self._ask(list(proposal.conversation) + [feedback], state, proposal.attempt + 1)

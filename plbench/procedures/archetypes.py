@@ -231,7 +231,7 @@ def build_raise_missing(lifted: Lifted, output: list[OutputColumn], taken: set[s
         CountInto("v_matches", counts),
         IfElse("v_matches = 0", (Raise("no_match", message),), report.procedure.body),
     )
-    proc = Procedure(f"sp_checked_report_{_main_table(lifted).name}"[:60], lifted.params, body, counter="v_matches")
+    proc = Procedure(f"sp_checked_report_{_main_table(lifted).name}"[:60], lifted.params, body, counters=("v_matches",))
     codes = ERROR_CODES["no_match"]
     table = report.writes[0]
     lines = list(report.requirement_lines[:3]) + [

@@ -18,6 +18,8 @@ class ProcedureText:
     create: str  # {name} {param_list} {declarations} {body}
     empty_params: str  # the parameter list of a procedure without parameters
     param: str  # {name} {type} {table} {column}
+    plain_param: str  # {name} {type}: a parameter typed by itself, not by a column (an ILE threshold)
+    declare: str  # {declarations}: the declaration section of the local variables
     declaration: str  # {name} {type}
     call: str  # {name} {args}
     raise_error: str  # {code} {message}
@@ -42,6 +44,9 @@ class DefinedError:
 
 ERROR_CODES = {
     "no_match": {"postgres": DefinedError("PLB01", "PLB01"), "oracle": DefinedError("-20001", "ORA-20001")},
+    # the errors ILE rules add (plbench.operators.procedural_rules): no row qualifies; more rows than allowed
+    "no_rows": {"postgres": DefinedError("PLB02", "PLB02"), "oracle": DefinedError("-20002", "ORA-20002")},
+    "too_many_rows": {"postgres": DefinedError("PLB03", "PLB03"), "oracle": DefinedError("-20003", "ORA-20003")},
     # what an implementation that ignores the defined code raises (A2's check builds one)
     "generic": {"postgres": DefinedError("P0001", "P0001"), "oracle": DefinedError("-20000", "ORA-20000")},
 }
@@ -60,7 +65,9 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         ),
         empty_params="()",
         param="{name} {type}",
-        declaration="DECLARE\n  {name} {type};\n",
+        plain_param="{name} {type}",
+        declare="DECLARE\n{declarations}",
+        declaration="  {name} {type};\n",
         call="CALL {name}({args})",
         raise_error="RAISE EXCEPTION '{message}' USING ERRCODE = '{code}';",
         if_else="IF {condition} THEN\n{then}\nELSE\n{orelse}\nEND IF;",
@@ -79,6 +86,8 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         create="CREATE OR REPLACE PROCEDURE {name}{param_list}\nIS\n{declarations}BEGIN\n{body}\nEND {name};",
         empty_params="",  # Oracle refuses empty parentheses
         param="{name} IN {table}.{column}%TYPE",
+        plain_param="{name} IN {type}",
+        declare="{declarations}",
         declaration="  {name} {type};\n",
         call="BEGIN {name}({args}); END;",
         raise_error="RAISE_APPLICATION_ERROR({code}, '{message}');",

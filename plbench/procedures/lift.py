@@ -86,7 +86,7 @@ def _tables_in_scope(column: exp.Column) -> dict[str, str]:
     return scope
 
 
-def _resolve(column: exp.Column, db: NormalizedDatabase) -> tuple[NormalizedTable, NormalizedColumn] | None:
+def resolve_column(column: exp.Column, db: NormalizedDatabase) -> tuple[NormalizedTable, NormalizedColumn] | None:
     by_name = {t.target.name.lower(): t for t in db.tables}
     scope = _tables_in_scope(column)
     names = [scope.get(column.table.lower())] if column.table else list(scope.values())
@@ -111,7 +111,7 @@ def _liftable(
         column, literal = (left, right) if isinstance(left, exp.Column) else (right, left)
         if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal)):
             continue
-        resolved = _resolve(column, db)
+        resolved = resolve_column(column, db)
         if resolved and _value(literal, resolved[1].source.family) is not None:
             out.append((literal, *resolved))
     return out

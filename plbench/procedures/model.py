@@ -72,8 +72,11 @@ class IfElse:
         return PROCEDURE_TEXT[dialect].if_else.format(
             condition=self.condition,
             then=_indent(render_body(self.then, dialect)),
-            orelse=_indent(render_body(self.orelse, dialect)),
+            orelse=_indent(render_body(self.orelse, dialect) or EMPTY_BRANCH),
         )
+
+
+EMPTY_BRANCH = "NULL;"  # a branch that does nothing: PL/SQL needs a statement there, PL/pgSQL accepts it
 
 
 def _indent(text: str) -> str:
@@ -110,7 +113,7 @@ class Procedure:
     name: str
     params: tuple[Param, ...]
     body: tuple
-    counter: str = ""  # a local integer variable the body uses ("" when none)
+    counters: tuple[str, ...] = ()  # the local integer variables the body uses
     _rendered: dict = field(default_factory=dict, compare=False, repr=False)  # dialect -> text, rendered once
 
     def render(self, dialect: str) -> str:
@@ -121,10 +124,13 @@ class Procedure:
     def _render(self, dialect: str) -> str:
         text = PROCEDURE_TEXT[dialect]
         params = ", ".join(
-            text.param.format(name=p.name, type=p.type[dialect], table=p.table[dialect], column=p.column[dialect])
+            (text.param if p.table[dialect] else text.plain_param).format(
+                name=p.name, type=p.type[dialect], table=p.table[dialect], column=p.column[dialect]
+            )
             for p in self.params
         )
-        declarations = text.declaration.format(name=self.counter, type=text.counter_type) if self.counter else ""
+        lines = "".join(text.declaration.format(name=name, type=text.counter_type) for name in self.counters)
+        declarations = text.declare.format(declarations=lines) if lines else ""
         return text.create.format(
             name=self.name,
             param_list=f"({params})" if params else text.empty_params,

@@ -97,7 +97,10 @@ def _no_match(values: list, family: str):
 
 
 def column_values(workspace: Workspace, param: Param) -> list:
-    """The column's distinct non-NULL values in order (at most a few hundred, spread over the range)."""
+    """The column's distinct non-NULL values in order (at most a few hundred, spread over the range);
+    none for a parameter typed by itself (its candidates are its gold value and the no-match value)."""
+    if not param.table["postgres"]:
+        return []
     q = (
         f"SELECT DISTINCT {param.column['postgres']} FROM {param.table['postgres']} "
         f"WHERE {param.column['postgres']} IS NOT NULL ORDER BY 1 LIMIT 500"
