@@ -1,7 +1,8 @@
 """The release assets: `release_tables` (rows, manifest, quality checks, in memory) and `release`
 (versioned Parquet tables, manifest and dataset card, written atomically).
 
-`release_tables` reads, for every registered subset (plbench.subsets), the assets its
+`release_tables` (made by `release_tables_asset` when the definitions are built, so a subset
+registered before then is in it) reads, for every registered subset (plbench.subsets), the assets its
 `release_inputs` name, and hands their values to the subset's `release_part`. Two assets so
 the quality suites run as blocking checks between them: a release table that fails a suite
 stops the build before anything is written.
@@ -14,42 +15,48 @@ from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
 from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
-from plbench.subsets import SUBSETS
 from plbench.validation.crosscheck import CrosscheckReport
 from plbench.validation.metadata import metadata_accuracy
 
 GROUP = "release"
-RELEASE_SUBSETS = tuple(SUBSETS.values())  # as registered when the definitions load
-RELEASE_INPUTS = sorted({key for s in RELEASE_SUBSETS for key in s.release_inputs})
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python"},
-    ins={key: dg.AssetIn(key=key) for key in RELEASE_INPUTS},
-    description="Release rows, rejections, types, databases and manifest of every subset, reconciled, before writing.",
-)
-def release_tables(
-    context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **values
-) -> PreparedRelease:
-    parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in RELEASE_SUBSETS]
-    with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
-        parts = gate_parts(parts, engine, build.workers)
-    prepared = prepare_release(build, parts)
-    prepared.manifest["quality"] = check_release(prepared)
-    prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
-    context.add_output_metadata(
-        {
-            "version": prepared.version,
-            "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()}),
-            "quality": dg.MetadataValue.json(prepared.manifest["quality"]),
-        }
+def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
+    """`release_tables` over `subsets` (those registered when the definitions are built): it reads
+    every asset their `release_inputs` name."""
+    inputs = sorted({key for s in subsets for key in s.release_inputs})
+
+    @dg.asset(
+        name="release_tables",
+        group_name=GROUP,
+        kinds={"python"},
+        ins={key: dg.AssetIn(key=key) for key in inputs},
+        description="Release rows, rejections, types, databases and manifest of every subset, reconciled, "
+        "before writing.",
     )
-    return prepared
+    def release_tables(
+        context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **values
+    ) -> PreparedRelease:
+        parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in subsets]
+        with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
+            parts = gate_parts(parts, engine, build.workers)
+        prepared = prepare_release(build, parts)
+        prepared.manifest["quality"] = check_release(prepared)
+        prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
+        context.add_output_metadata(
+            {
+                "version": prepared.version,
+                "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()}),
+                "quality": dg.MetadataValue.json(prepared.manifest["quality"]),
+            }
+        )
+        return prepared
+
+    return release_tables
 
 
 @dg.asset_check(
-    asset=release_tables,
+    asset="release_tables",
     blocking=True,
     description="Every release table passes its great-expectations suite (plbench/quality_suites/) "
     "and no task's metadata is plainly wrong; otherwise nothing is written.",

@@ -171,8 +171,8 @@ def normalization_report(
     context: dg.AssetExecutionContext,
     spider1_raw: SpiderInputs | None,
     spider2_lite_raw: SpiderInputs | None,
-    reports_oracle: dict[str, DatabaseReport],
-    reports_postgres: dict[str, DatabaseReport],
+    reports_oracle: dict[str, DatabaseReport] | None,  # None: no database partition (no Spider subset)
+    reports_postgres: dict[str, DatabaseReport] | None,  # None: no database partition (no Spider subset)
 ) -> NormalizationSummary:
     selected = [i for i in (spider1_raw, spider2_lite_raw) if i is not None]
     stored = _by_dialect(reports_oracle, reports_postgres)
@@ -238,8 +238,8 @@ def spider_plsql_tasks(
     build: dg.ResourceParam[BuildConfig],
     engines: EnginesResource,
     spider1_raw: SpiderInputs | None,
-    reports_oracle: dict[str, DatabaseReport],
-    reports_postgres: dict[str, DatabaseReport],
+    reports_oracle: dict[str, DatabaseReport] | None,
+    reports_postgres: dict[str, DatabaseReport] | None,
 ) -> SpiderTasks:
     if spider1_raw is None:
         return SpiderTasks("spider_plsql")
@@ -269,8 +269,8 @@ def spider2_tasks(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
     spider2_lite_raw: SpiderInputs | None,
-    reports_oracle: dict[str, DatabaseReport],
-    reports_postgres: dict[str, DatabaseReport],
+    reports_oracle: dict[str, DatabaseReport] | None,
+    reports_postgres: dict[str, DatabaseReport] | None,
 ) -> SpiderTasks:
     if spider2_lite_raw is None:
         return SpiderTasks("spider2")

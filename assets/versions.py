@@ -51,10 +51,11 @@ def source_files(module: str) -> tuple[Path, ...]:
     return tuple(sorted(seen))
 
 
-def code_version(module: str) -> str:
-    """sha256 (first 16 hex digits) of the module's source closure and the library's rule data."""
+def code_version(*modules: str) -> str:
+    """sha256 (first 16 hex digits) of the modules' source closure and the library's rule data."""
     rules = sorted((ROOT / LIBRARY / "quality_suites").glob("*.json"))
+    closure = sorted({path for module in modules for path in source_files(module)})
     digest = hashlib.sha256()
-    for path in (*source_files(module), *rules):
+    for path in (*closure, *rules):
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]

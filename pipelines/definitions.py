@@ -8,12 +8,14 @@ per stage of `plbench validate`, so each run in the list says what it did.
 import dagster as dg
 
 from assets import crosscheck, mbpp, operators, release, replay, spider, validation
+from assets.subsets import subset_assets
 from assets.versions import code_version
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
 from pipelines.stages import REBUILD_JOB, STAGES, rerun_job, stage_assets
 from pipelines.storage import StageStorage
 from plbench.config import BuildConfig, NotConfigured
+from plbench.subsets import SUBSETS
 
 ASSETS_BY_MODULE = {
     mbpp: [
@@ -34,7 +36,7 @@ ASSETS_BY_MODULE = {
         spider.spider_plsql_tasks,
         spider.spider2_tasks,
     ],
-    release: [release.release_tables, release.release],
+    release: [release.release],  # release_tables is made per build of the definitions (_assets)
     crosscheck: [crosscheck.crosscheck_candidates, crosscheck.crosscheck],
     validation: [validation.validation_reports],
 }
@@ -46,11 +48,18 @@ def candidate_kinds(config: BuildConfig) -> set[str]:
     return {"openai"} if uses_model else {"python"}
 
 
+def _versioned(module, assets: list) -> list:
+    version = code_version(module.__name__)
+    return dg.map_asset_specs(lambda spec: spec.replace_attributes(code_version=version), assets)
+
+
 def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
-    out = []
-    for module, assets in ASSETS_BY_MODULE.items():
-        version = code_version(module.__name__)
-        out += dg.map_asset_specs(lambda spec, v=version: spec.replace_attributes(code_version=v), assets)
+    """The hand-written assets, those made from the registered subsets' stages (assets/subsets.py),
+    and `release_tables` over every registered subset, as registered now."""
+    out = [a for module, assets in ASSETS_BY_MODULE.items() for a in _versioned(module, assets)]
+    subsets = tuple(SUBSETS.values())
+    out += subset_assets(subsets, {k.to_user_string() for a in out for k in a.keys})
+    out += _versioned(release, [release.release_tables_asset(subsets)])
     kinds = candidate_kinds(config)
     return dg.map_asset_specs(
         lambda spec: spec.replace_attributes(kinds=kinds) if spec.key.path == ["crosscheck_candidates"] else spec,
