@@ -1,0 +1,179 @@
+"""The facts of a procedural requirement that a perturbation can hide, rename or contradict.
+
+A fact is a phrase of the requirement (`stated`) tied to the procedure model: `ignored` is an
+implementation that does not know it (what an omission must make the reference differ from), and
+`opposite` is the implementation of its conflicting reading (what a contradiction must tell apart).
+Each kind of fact is one row of `FACT_KINDS`: where it is found in a seed, and the texts every
+perturbation writes for it (templates over the site's words). The deterministic proposer draws only
+from this catalogue, so each row is tested with its exact texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from plbench.procedures.archetypes import Seed
+from plbench.procedures.describe import expression
+from plbench.procedures.dialect_text import ERROR_CODES
+from plbench.procedures.model import Procedure
+from plbench.procedures.mutants import _edit_nodes, _where_comparisons
+from plbench.procedures.scenarios.a2 import FACTS as DOCUMENT_FACTS
+
+# The invented words jargon is made of: one is drawn per task (seeded), so the term carries no meaning
+# the solver could guess; ProcArena's "cinder sweep" is of this kind.
+JARGON_WORDS = ("amber", "cobalt", "cinder", "juniper", "quartz", "saffron", "tamarack", "vellum")
+
+_OPPOSITE = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT, exp.EQ: exp.NEQ, exp.NEQ: exp.EQ}
+
+
+@dataclass(frozen=True)
+class FactKind:
+    """The texts of one kind of fact; each template is formatted with the site's words and `term`."""
+
+    kind: str
+    noun: str  # what the jargon term names ("sweep", "test", ...)
+    explicit: str  # the fact as one sentence: the ledger's answer
+    topic: str  # what an omission leaves open: the ledger's key for a mask
+    masked: str  # the words that take the stated ones' place when the fact is masked
+    jargon: str  # the words that take their place when the fact becomes a term ({term})
+    other: str  # the conflicting reading, as one sentence
+    find: Callable[[Seed], list[dict]]  # the sites of the kind in a seed: words, stated, ignored, opposite
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One site of a kind in one seed, its texts filled in."""
+
+    fact_id: str  # "<kind>" or "<kind>:<n>": stable per seed
+    kind: FactKind
+    words: dict  # the site's words the templates use
+    stated: str
+    ignored: Procedure
+    opposite: Procedure
+
+    def text(self, field_name: str, term: str = "") -> str:
+        return getattr(self.kind, field_name).format(stated=self.stated, term=term, **self.words)
+
+    @property
+    def explicit(self) -> str:
+        return self.text("explicit")
+
+
+def _document_fact(archetypes: tuple[str, ...], document_fact: str, stated: str) -> Callable[[Seed], list[dict]]:
+    """A fact A2 also moves into a document: its words, and A2's implementation ignoring it."""
+
+    def find(seed: Seed) -> list[dict]:
+        if seed.archetype not in archetypes:
+            return []
+        table = seed.writes[0]
+        ignored = DOCUMENT_FACTS[document_fact].ignored(seed.procedure, table)
+        return [{"words": {"table": table}, "stated": stated.format(table=table), "ignored": ignored}]
+
+    return find
+
+
+def _comparisons(seed: Seed) -> list[dict]:
+    """Each WHERE comparison of a parameter: ignored = the comparison dropped, opposite = its neighbour
+    (a boundary moved, = and <> swapped)."""
+    params = {p.name for p in seed.procedure.params}
+
+    def select(tree):
+        nodes = _where_comparisons(tuple(_OPPOSITE))(tree)
+        return [n for n in nodes if params & {c.name for c in n.find_all(exp.Column)}]
+
+    proc = seed.procedure
+    opposites = _edit_nodes(
+        proc, select, lambda n: _OPPOSITE[type(n)](this=n.left.copy(), expression=n.right.copy()), "", ""
+    )
+    dropped = _edit_nodes(proc, select, lambda n: exp.true(), "", "")
+    sites = []
+    for opposite, ignored in zip(opposites, dropped):
+        words = {"left": expression(opposite.before.left), "right": expression(opposite.before.right)}
+        words["other_words"] = expression(opposite.after)
+        sites.append(
+            {
+                "words": words,
+                "stated": expression(opposite.before),
+                "ignored": ignored.procedure,
+                "opposite": opposite.procedure,
+            }
+        )
+    return sites
+
+
+_NO_MATCH = ERROR_CODES["no_match"]
+_GENERIC = ERROR_CODES["generic"]
+
+FACT_KINDS: tuple[FactKind, ...] = (
+    FactKind(
+        "emptied_first",
+        "sweep",
+        "Each call first removes every row of `{table}`, then inserts its rows: `{table}` holds only the latest "
+        "call's rows.",
+        "whether the rows that earlier calls put into `{table}` are kept",
+        "inserts",
+        "first applies the {term} sweep to `{table}`, then inserts",
+        "Rows that earlier calls inserted into `{table}` stay there; each call only adds its own rows.",
+        _document_fact(
+            ("result_table", "raise_missing"), "result_table", "first removes every row of `{table}`, then inserts"
+        ),
+    ),
+    FactKind(
+        "comparison",
+        "test",
+        "A row qualifies only when {stated}.",
+        "how {left} is compared with {right}",
+        "{left} is compared with {right} (the requirement does not say how)",
+        "{left} passes the {term} test against {right}",
+        "A row qualifies only when {other_words}.",
+        _comparisons,
+    ),
+    FactKind(
+        "selection_label",
+        "label",
+        "The label written into review_status is 'selected'.",
+        "which label is written into review_status",
+        "to the selection label",
+        "to the {term} label",
+        "The label written into review_status is 'flagged'.",
+        _document_fact(("status_update",), "status_update", "to 'selected'"),
+    ),
+    FactKind(
+        "error_code",
+        "code",
+        f"A key that matches nothing raises SQLSTATE '{_NO_MATCH['postgres'].reported}' in PostgreSQL and "
+        f"RAISE_APPLICATION_ERROR({_NO_MATCH['oracle'].raised}, <message>) in Oracle.",
+        "which error code a key that matches nothing raises",
+        "(with an error code the requirement does not give)",
+        "(with the {term} code)",
+        f"A key that matches nothing raises the generic error: SQLSTATE '{_GENERIC['postgres'].reported}' in "
+        f"PostgreSQL, RAISE_APPLICATION_ERROR({_GENERIC['oracle'].raised}, <message>) in Oracle.",
+        _document_fact(("raise_missing",), "raise_missing", DOCUMENT_FACTS["raise_missing"].stated),
+    ),
+    FactKind(
+        "log_kept",
+        "ledger",
+        "`{table}` is a log: earlier rows are never changed or removed.",
+        "what happens to the rows earlier calls appended to `{table}`",
+        "",
+        "`{table}` is kept as the {term} ledger.",
+        "Each call first removes the rows that earlier calls appended to `{table}`.",
+        _document_fact(("summary_row",), "summary_row", DOCUMENT_FACTS["summary_row"].stated),
+    ),
+)
+
+
+def facts_of(seed: Seed) -> list[Fact]:
+    """Every fact of the catalogue the seed's requirement states, in catalogue order."""
+    text = "\n".join(seed.requirement_lines)
+    out = []
+    for kind in FACT_KINDS:
+        sites = [s for s in kind.find(seed) if s["stated"] in text]
+        for n, site in enumerate(sites, start=1):
+            fact_id = kind.kind if len(sites) == 1 else f"{kind.kind}:{n}"
+            ignored = site["ignored"]
+            out.append(Fact(fact_id, kind, site["words"], site["stated"], ignored, site.get("opposite", ignored)))
+    return out

@@ -1,0 +1,116 @@
+"""The two proposers of requirement perturbations behind the framework's one interface.
+
+`DeterministicPerturbationProposer` draws from the fact catalogue (`plbench.operators.facts`): for the
+requested op, each fact of the seed not yet perturbed, in an order seeded by the task id, its texts
+filled from the catalogue row and the jargon term drawn from the same seed. `LLMPerturbationProposer`
+asks an OpenAI-compatible model (answers cached by request hash) for one JSON object and repairs
+from the gate's diagnostics when its text or its alternative implementation is unusable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from plbench.operators.facts import JARGON_WORDS, Fact, facts_of
+from plbench.operators.framework import DETERMINISTIC
+from plbench.operators.inputs import task_rng
+from plbench.operators.perturbations import Perturbation, PerturbRequest
+from plbench.operators.proposers import ask_json
+
+
+def jargon_term(task_id: str) -> str:
+    return task_rng(task_id, "jargon").choice(JARGON_WORDS)
+
+
+def catalogue_perturbation(fact: Fact, op: str, term: str) -> Perturbation:
+    """The perturbation `op` of one catalogue fact (its texts as the catalogue row writes them)."""
+    rule_id = f"{op}:{fact.kind.kind}"
+    ignored, opposite = fact.ignored.render("postgres"), fact.opposite.render("postgres")
+    if op == "jargon":
+        name = f"{term} {fact.kind.noun}"
+        replacement = fact.text("jargon", term)
+        answer = f"The {name}: {fact.explicit[0].lower()}{fact.explicit[1:]}"
+        return Perturbation(
+            rule_id, op, fact.stated, replacement, f"What is the {name}?", answer, ignored, fact.fact_id
+        )
+    if op == "mask":
+        topic = fact.text("topic")
+        return Perturbation(rule_id, op, fact.stated, fact.text("masked"), topic, fact.explicit, ignored, fact.fact_id)
+    other = fact.text("other")
+    key = f"Which statement about {fact.text('topic')} is correct?"
+    answer = f'{fact.explicit} The statement "{other}" is wrong.'
+    return Perturbation(rule_id, op, "", other, key, answer, opposite, fact.fact_id)
+
+
+class DeterministicPerturbationProposer:
+    name = DETERMINISTIC
+
+    def proposals(self, request: PerturbRequest) -> Iterator[Perturbation]:
+        state = request.state
+        facts = facts_of(request.ctx.seed)
+        task_rng(state.task_id, f"facts:{request.op}").shuffle(facts)
+        for fact in facts:
+            if fact.fact_id not in state.used and fact.stated in state.text:
+                yield catalogue_perturbation(fact, request.op, jargon_term(state.task_id))
+
+    def repair(self, request: PerturbRequest, proposal: Perturbation, diagnostics: str) -> Perturbation | None:
+        return None  # catalogue rows are tested; a rejected one is recorded and the next fact tried
+
+
+WHAT = {
+    "jargon": "Replace one explicit fact of the requirement by a term it does not define (jargon, a reasoning "
+    "step or a commonsense reference). `stated`: the exact words replaced; `replacement`: the words with "
+    "the term; `key`: the question that asks what the term means; `answer`: the explicit fact.",
+    "mask": "Mask one fact of the requirement: say less, so that the solver must ask. `stated`: the exact "
+    "words removed; `replacement`: the vaguer words in their place; `key`: what is left open; `answer`: "
+    "the masked fact.",
+    "contradiction": "Add one statement that conflicts with a fact of the requirement. `stated`: empty; "
+    "`replacement`: the conflicting statement; `key`: the question that asks which is right; `answer`: "
+    "which statement is right and which is wrong.",
+}
+SYSTEM = (
+    "You perturb the requirement of a PostgreSQL stored procedure for an interactive benchmark. {what} "
+    "`alternative`: the complete PostgreSQL CREATE PROCEDURE, same name and parameters as the reference, "
+    "that {reading}. The key and answer are in plain words, never code. Reply with one JSON object and "
+    'nothing else: {{"stated": "...", "replacement": "...", "key": "...", "answer": "...", "alternative": "..."}}.'
+)
+READING = {
+    "jargon": "implements the requirement without the fact",
+    "mask": "implements the requirement without the fact",
+    "contradiction": "implements the conflicting statement instead of the fact",
+}
+
+
+class LLMPerturbationProposer:
+    """One proposal per operator from a model; up to two repairs from the gates' diagnostics."""
+
+    def __init__(self, client):
+        self.client = client
+        self.name = f"llm:{client.settings.model}"
+
+    def _messages(self, request: PerturbRequest) -> list[dict]:
+        numbered = "\n".join(f"{i}. {line}" for i, line in enumerate(request.state.lines, start=1))
+        reference = request.ctx.seed.procedure.render("postgres")
+        system = SYSTEM.format(what=WHAT[request.op], reading=READING[request.op])
+        user = f"Requirement:\n{numbered}\n\nReference procedure:\n```sql\n{reference}\n```"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _ask(self, messages: list[dict], op: str, attempt: int) -> Perturbation:
+        required = ("replacement", "key", "answer", "alternative")
+        parsed, answer = ask_json(self.client, messages, required, ("stated",))
+        conversation = (*messages, {"role": "assistant", "content": answer})
+        fields = {k: parsed[k] for k in ("replacement", "key", "answer", "alternative")}
+        stated = parsed.get("stated", "")
+        return Perturbation(
+            "llm", op, stated, **fields, fact_id=f"llm:{stated}", attempt=attempt, conversation=conversation
+        )
+
+    def proposals(self, request: PerturbRequest) -> Iterator[Perturbation]:
+        yield self._ask(self._messages(request), request.op, 1)
+
+    def repair(self, request: PerturbRequest, proposal: Perturbation, diagnostics: str) -> Perturbation:
+        feedback = {
+            "role": "user",
+            "content": f"Rejected: {diagnostics}\nReply with the corrected JSON object only.",
+        }
+        return self._ask(list(proposal.conversation) + [feedback], request.op, proposal.attempt + 1)
