@@ -275,8 +275,44 @@ def _runnable(targets: dict) -> dict:
     return {d: t for d, t in targets.items() if not isinstance(t, NotConfigured)}
 
 
+def cmd_evaluate_interactive(args: argparse.Namespace) -> int:
+    """One Interactive episode per task of the release's `interactive` subset, driven by the configured model."""
+    from pipelines.resources import llm_resource, open_engines
+    from plbench.engines.base import EngineUnavailable
+    from plbench.interactive.episode import evaluate_interactive
+
+    config = BuildConfig.from_env()
+    client = llm_resource(config, in_definitions=False).client()
+    if isinstance(client, NotConfigured):
+        print(f"plbench: interactive episodes not run: {client.reason}", file=sys.stderr)
+        return 2
+    release_dir = Path(args.release).resolve()
+    out = (
+        Path(args.out) if args.out else Path("evaluations") / f"{release_dir.name}-interactive-{client.settings.model}"
+    )
+    try:
+        with open_engines(config, {"postgres"}) as targets:
+            if isinstance(targets["postgres"], NotConfigured):
+                print(f"plbench: interactive episodes not run: {targets['postgres'].reason}", file=sys.stderr)
+                return 2
+            summary = evaluate_interactive(release_dir, targets["postgres"], client, out, args.limit)
+    except (ValueError, OSError, EngineUnavailable) as exc:
+        print(f"plbench: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(
+        f"{summary['episodes']} episodes, EX {summary['ex']:.1%}, hidden facts recovered {summary['recovered_share']}"
+    )
+    print(f"episodes and summary.json in {out}")
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Grade every candidate, appending its rows as it goes; `--resume` continues an interrupted run."""
+    if args.interactive:
+        return cmd_evaluate_interactive(args)
+    if not args.solutions:
+        print("plbench: evaluate needs --solutions (or --interactive)", file=sys.stderr)
+        return 2
     import contextlib
     import hashlib
 
@@ -447,7 +483,14 @@ def parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
     evaluate = sub.add_parser("evaluate", help="score a JSONL of {task_id, dialect, code} candidates on a release")
     evaluate.add_argument("--release", required=True, help="a release folder (releases/<version>)")
-    evaluate.add_argument("--solutions", required=True, help="JSONL file of {task_id, dialect, code}")
+    evaluate.add_argument("--solutions", help="JSONL file of {task_id, dialect, code}")
+    evaluate.add_argument(
+        "--interactive",
+        action="store_true",
+        help="run Interactive episodes: the model at PLBENCH_LLM_BASE_URL/_MODEL solves each interactive task "
+        "with the simulated user and a scratch database; episodes and summary.json in --out",
+    )
+    evaluate.add_argument("--limit", type=int, help="with --interactive: only the first N tasks")
     evaluate.add_argument(
         "--out", help="folder for cases.parquet and summary.md (default: evaluations/<release>-<solutions>)"
     )

@@ -92,7 +92,7 @@ class TaskRow:
     cyclomatic: int | None = None  # its cyclomatic complexity
     proposer: str | None = None  # who proposed an operator's change: "llm:<model>" | "rules"
     ile_rounds: int | None = None
-    ledger: str | None = None  # JSON: every proposal with its verdict
+    ledger: str | None = None  # JSON: an Interactive task's hidden facts [{id, op, key, answer, evidence}]
     direct_task_id: str | None = None  # the task a constructed one derives from
     conversation_id: str | None = None  # multi-turn episodes
     turn_index: int | None = None

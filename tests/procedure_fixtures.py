@@ -7,7 +7,9 @@ the same EquivalenceResults the build hands over.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +64,18 @@ def load_fixture(engine, folder: Path) -> Fixture:
         equivalence = gold.check_database(path, pg, queries, session, oracle=oracle)
     assert [r.cls for r in equivalence] == ["identical"] * len(GOLD), [r.detail for r in equivalence]
     return Fixture(pg, oracle, equivalence)
+
+
+@contextlib.contextmanager
+def seed_contexts(engine, folder: Path) -> Iterator[Callable]:
+    """The fixture's validated seeds (no scenario task built), as `seed_id -> AdapterContext` on one
+    PostgreSQL workspace that lives as long as the context."""
+    from plbench.procedures.build import context, database_procedures
+    from plbench.procedures.workspace import Workspace
+
+    fixture = load_fixture(engine, folder)
+    built = database_procedures(engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
+    seeds = {v.seed.seed_id: v for v in built.seeds.seeds}
+    with engine.session(reads=(fixture.pg.schema_name,)) as session:
+        workspace = Workspace(session, fixture.pg)
+        yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))

@@ -14,10 +14,8 @@ from plbench.llm import LLMClient, LLMSettings
 from plbench.operators.framework import Ledger, run_round
 from plbench.operators.perturbation_proposers import LLMPerturbationProposer
 from plbench.operators.perturbations import INFORMATION_OMISSION, PerturbedState, PerturbRequest, perturb
-from plbench.procedures.build import context, database_procedures
-from plbench.procedures.workspace import Workspace
 from tests.chat_stub import running
-from tests.procedure_fixtures import load_fixture
+from tests.procedure_fixtures import seed_contexts
 
 SEED = "procfix/train/1/result_table"
 DELETE = "  DELETE FROM customer_report;\n"
@@ -25,11 +23,8 @@ DELETE = "  DELETE FROM customer_report;\n"
 
 @pytest.fixture(scope="module")
 def ctx(pg_engine, tmp_path_factory):
-    fixture = load_fixture(pg_engine, tmp_path_factory.mktemp("perturb_llm"))
-    built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
-    validated = next(v for v in built.seeds.seeds if v.seed.seed_id == SEED)
-    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
-        yield context(validated, fixture.pg, fixture.oracle, Workspace(session, fixture.pg), frozenset({"postgres"}))
+    with seed_contexts(pg_engine, tmp_path_factory.mktemp("perturb_llm")) as ctx_of:
+        yield ctx_of(SEED)
 
 
 def good(op: str, reference: str) -> dict:

@@ -17,9 +17,7 @@ from plbench.operators.perturbations import (
     PerturbedState,
     perturb,
 )
-from plbench.procedures.build import context, database_procedures
-from plbench.procedures.workspace import Workspace
-from tests.procedure_fixtures import load_fixture
+from tests.procedure_fixtures import seed_contexts
 
 REPORT = "procfix/train/1/result_table"
 FLAG = "procfix/train/6/status_update"
@@ -28,21 +26,9 @@ SUMMARY = "procfix/train/2/summary_row"
 
 
 @pytest.fixture(scope="module")
-def fixture(pg_engine, tmp_path_factory):
-    return load_fixture(pg_engine, tmp_path_factory.mktemp("perturb"))
-
-
-@pytest.fixture(scope="module")
-def seeds(pg_engine, fixture):
-    built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
-    return {v.seed.seed_id: v for v in built.seeds.seeds}
-
-
-@pytest.fixture(scope="module")
-def ctx_of(pg_engine, fixture, seeds):
-    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session:
-        workspace = Workspace(session, fixture.pg)
-        yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))
+def ctx_of(pg_engine, tmp_path_factory):
+    with seed_contexts(pg_engine, tmp_path_factory.mktemp("perturb")) as ctx_of:
+        yield ctx_of
 
 
 def _fact(ctx, fact_id):

@@ -28,6 +28,7 @@ SUBSET = "interactive"
 STAGE = "perturbations"
 ID_PREFIX = {"jargon": "J", "mask": "M", "contradiction": "C", "env_contradiction": "E"}
 PROPOSALS_PER_OPERATOR = 4
+CONTRADICTIONS = ("contradiction", "env_contradiction")
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,11 @@ class HiddenFact:
     key: str
     answer: str
     evidence: str
+    wrong: str = ""  # a contradiction's added statement: the reading the answer rejects
 
     def to_json(self) -> dict:
-        return {"id": self.id, "op": self.op, "key": self.key, "answer": self.answer, "evidence": self.evidence}
+        out = {"id": self.id, "op": self.op, "key": self.key, "answer": self.answer, "evidence": self.evidence}
+        return {**out, "wrong": self.wrong} if self.wrong else out
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ def realize_for(ops: tuple[str, ...], evidence: str):
         if isinstance(lines, Rejected):
             return lines
         used = old.used + ((p.fact_id,) if p.fact_id else ())
-        entry = HiddenFact(old.next_id(p.op), p.op, p.key.strip(), p.answer.strip(), evidence)
+        wrong = p.replacement.strip() if p.op in CONTRADICTIONS else ""
+        entry = HiddenFact(old.next_id(p.op), p.op, p.key.strip(), p.answer.strip(), evidence, wrong)
         return replace(old, lines=lines, entries=old.entries + (entry,), used=used, last=p)
 
     return realize
