@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from plbench.operators.facts import JARGON_WORDS, Fact, facts_of
-from plbench.operators.framework import DETERMINISTIC
+from plbench.operators.framework import DETERMINISTIC, ProposalError
 from plbench.operators.inputs import task_rng
 from plbench.operators.perturbations import Perturbation, PerturbRequest
 from plbench.operators.proposers import ask_json
@@ -97,10 +97,12 @@ class LLMPerturbationProposer:
 
     def _ask(self, messages: list[dict], op: str, attempt: int) -> Perturbation:
         required = ("replacement", "key", "answer", "alternative")
-        parsed, answer = ask_json(self.client, messages, required, ("stated",))
+        parsed, answer = ask_json(self.client, messages, required)
+        stated = parsed.get("stated", "")  # empty for a contradiction, which replaces nothing
+        if not isinstance(stated, str):
+            raise ProposalError("answer_missing_fields", f"stated must be a string: {answer[:200]!r}")
         conversation = (*messages, {"role": "assistant", "content": answer})
-        fields = {k: parsed[k] for k in ("replacement", "key", "answer", "alternative")}
-        stated = parsed.get("stated", "")
+        fields = {k: parsed[k] for k in required}
         return Perturbation(
             "llm", op, stated, **fields, fact_id=f"llm:{stated}", attempt=attempt, conversation=conversation
         )
