@@ -15,7 +15,7 @@ from plbench.operators.facts import JARGON_WORDS, Fact, facts_of
 from plbench.operators.framework import DETERMINISTIC, ProposalError
 from plbench.operators.inputs import task_rng
 from plbench.operators.perturbations import Perturbation, PerturbRequest
-from plbench.operators.proposers import ask_json
+from plbench.operators.proposers import ChatProposer, ask_json
 
 
 def jargon_term(task_id: str) -> str:
@@ -81,12 +81,10 @@ READING = {
 }
 
 
-class LLMPerturbationProposer:
+class LLMPerturbationProposer(ChatProposer):
     """One proposal per operator from a model; up to two repairs from the gates' diagnostics."""
 
-    def __init__(self, client):
-        self.client = client
-        self.name = f"llm:{client.settings.model}"
+    feedback = "Rejected: {diagnostics}\nReply with the corrected JSON object only."
 
     def _messages(self, request: PerturbRequest) -> list[dict]:
         numbered = "\n".join(f"{i}. {line}" for i, line in enumerate(request.state.lines, start=1))
@@ -95,7 +93,7 @@ class LLMPerturbationProposer:
         user = f"Requirement:\n{numbered}\n\nReference procedure:\n```sql\n{reference}\n```"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
-    def _ask(self, messages: list[dict], op: str, attempt: int) -> Perturbation:
+    def _ask(self, messages: list[dict], request: PerturbRequest, attempt: int) -> Perturbation:
         required = ("replacement", "key", "answer", "alternative")
         parsed, answer = ask_json(self.client, messages, required)
         stated = parsed.get("stated", "")  # empty for a contradiction, which replaces nothing
@@ -104,15 +102,5 @@ class LLMPerturbationProposer:
         conversation = (*messages, {"role": "assistant", "content": answer})
         fields = {k: parsed[k] for k in required}
         return Perturbation(
-            "llm", op, stated, **fields, fact_id=f"llm:{stated}", attempt=attempt, conversation=conversation
+            "llm", request.op, stated, **fields, fact_id=f"llm:{stated}", attempt=attempt, conversation=conversation
         )
-
-    def proposals(self, request: PerturbRequest) -> Iterator[Perturbation]:
-        yield self._ask(self._messages(request), request.op, 1)
-
-    def repair(self, request: PerturbRequest, proposal: Perturbation, diagnostics: str) -> Perturbation:
-        feedback = {
-            "role": "user",
-            "content": f"Rejected: {diagnostics}\nReply with the corrected JSON object only.",
-        }
-        return self._ask(list(proposal.conversation) + [feedback], request.op, proposal.attempt + 1)

@@ -129,11 +129,10 @@ class ChatProposer:
     def proposals(self, state) -> Iterator[Proposal]:
         yield self._ask(self._messages(state), state, 1)
 
+    feedback = "The code failed: {diagnostics}\nReply with the corrected JSON object only."
+
     def repair(self, state, proposal: Proposal, diagnostics: str) -> Proposal:
-        feedback = {
-            "role": "user",
-            "content": f"The code failed: {diagnostics}\nReply with the corrected JSON object only.",
-        }
+        feedback = {"role": "user", "content": self.feedback.format(diagnostics=diagnostics)}
         return self._ask(list(proposal.conversation) + [feedback], state, proposal.attempt + 1)
 
 
