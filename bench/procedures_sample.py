@@ -4,7 +4,10 @@ normalize-load-verify work of the same databases in the same run.
 For each sampled database (every k-th of the mirror's, in name order): read, normalize, load into
 PostgreSQL and run its gold queries (the baseline: what the build does before procedures), then seeds,
 call suites, mutants and every scenario adapter. Prints seeds validated, tasks per scenario and dialect,
-rejections by reason, mutants killed / total per scenario, and seconds.
+rejections by reason, mutants killed / total per scenario, and seconds: the baseline's and the procedures'
+split into phases (explore: the candidate calls' run; record: the recorded and determinism runs;
+mutants: mutants and trivial candidates; strengthen; scenarios: the adapters), each with its round trips
+to the server, and the full mirror's procedures time projected from the sample's share of databases.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedures_sample.py [--every 8]
 """
@@ -17,6 +20,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psycopg
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -25,8 +30,49 @@ from plbench.engines.postgres import PostgresEngine  # noqa: E402
 from plbench.normalize.emit import normalize  # noqa: E402
 from plbench.normalize.load import load_postgres  # noqa: E402
 from plbench.normalize.sqlite_source import read_sqlite  # noqa: E402
-from plbench.procedures.build import database_procedures  # noqa: E402
+from plbench.procedures import build, seeds, strength, suites  # noqa: E402
 from plbench.spider import gold  # noqa: E402
+
+PHASES = {
+    "explore": (seeds, "build_suite"),
+    "record": (suites, "record_suite"),
+    "mutants": (seeds, "measure"),
+    "strengthen": (seeds, "strengthen"),
+    "scenarios": (build, "seed_tasks"),
+}
+
+
+class Phases:
+    """Seconds and round trips per phase, exclusive of the phases nested in it (record inside explore, ...)."""
+
+    def __init__(self):
+        self.seconds, self.trips, self.stack, self.total_trips = Counter(), Counter(), [], 0
+        for name, (module, attr) in PHASES.items():
+            setattr(module, attr, self._timed(name, getattr(module, attr)))
+        strength.record_suite = suites.record_suite  # strengthen re-records through the same timer
+        execute = psycopg.Connection.execute
+
+        def counted(conn, *a, **kw):
+            self.total_trips += 1
+            return execute(conn, *a, **kw)
+
+        psycopg.Connection.execute = counted
+
+    def _timed(self, name, function):
+        def timed(*args, **kwargs):
+            self.stack.append([time.perf_counter(), self.total_trips, 0.0, 0])
+            try:
+                return function(*args, **kwargs)
+            finally:
+                start, trips, inner_s, inner_trips = self.stack.pop()
+                spent, made = time.perf_counter() - start, self.total_trips - trips
+                self.seconds[name] += spent - inner_s
+                self.trips[name] += made - inner_trips
+                if self.stack:
+                    self.stack[-1][2] += spent
+                    self.stack[-1][3] += made
+
+        return timed
 
 
 def main() -> None:
@@ -40,10 +86,12 @@ def main() -> None:
     queries = gold.read_train_gold(root / "train_gold.sql") + gold.read_spider_dev(
         root / "dev.json", root / "dev_gold.sql"
     )
-    names = sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())[:: args.every]
+    every_name = sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())
+    names = every_name[:: args.every]
+    phases = Phases()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
     seeds, tasks, rejected, kills = 0, Counter(), Counter(), Counter()
-    with_seeds, load_s, build_s = 0, 0.0, 0.0
+    with_seeds, load_s, build_s, build_trips = 0, 0.0, 0.0, 0
     for name in names:
         start = time.perf_counter()
         path = root / "database" / name / f"{name}.sqlite"
@@ -54,9 +102,10 @@ def main() -> None:
                 continue
         with engine.session(reads=(pg.schema_name,)) as session:
             equivalence = gold.check_database(path, pg, [q for q in queries if q.db_id == name], session, oracle)
-        middle = time.perf_counter()
-        out = database_procedures(engine, pg, oracle, equivalence)
+        middle, trips = time.perf_counter(), phases.total_trips
+        out = build.database_procedures(engine, pg, oracle, equivalence)
         build_s += time.perf_counter() - middle
+        build_trips += phases.total_trips - trips
         load_s += middle - start
         seeds += len(out.seeds.seeds)
         with_seeds += bool(out.seeds.seeds)
@@ -76,6 +125,14 @@ def main() -> None:
     print("rejections:", dict(rejected.most_common()))
     print(f"normalize + load + gold check (baseline): {load_s:7.1f} s")
     print(f"procedures (seeds, suites, mutants, scenarios): {build_s:7.1f} s ({build_s / max(load_s, 1e-9):.1f}x)")
+    for name in PHASES:
+        print(f"  {name:11s} {phases.seconds[name]:7.1f} s  {phases.trips[name]:7d} round trips")
+    rest_trips = build_trips - sum(phases.trips.values())
+    print(f"  {'other':11s} {build_s - sum(phases.seconds.values()):7.1f} s  {rest_trips:7d} round trips")
+    print(
+        f"projected on the mirror's {len(every_name)} databases: "
+        f"{build_s * len(every_name) / len(names) / 60:.1f} min of procedures"
+    )
     engine.close()
 
 

@@ -7,10 +7,10 @@ import pytest
 from plbench.dialects.static_checks import check_block_structure
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
-from plbench.procedures.mutants import OPERATORS
+from plbench.procedures.mutants import OPERATORS, mutants_of
 from plbench.procedures.seeds import database_seeds
 from plbench.procedures.strength import measure, text_columns, trivial_candidates
-from plbench.procedures.suites import call_text
+from plbench.procedures.suites import CallSuite, call_text, run_seed
 from plbench.procedures.workspace import DatabaseCopy, Workspace
 from tests.procedure_fixtures import load_fixture
 
@@ -196,6 +196,43 @@ def test_trivial_candidates_fail_every_seed(seeds, workspace):
         assert measure(workspace, v.seed, v.suite).trivial_passed == [], v.seed.seed_id
 
 
+def test_remeasuring_a_longer_suite_runs_only_what_its_first_calls_let_pass(seeds, workspace):
+    """measure(..., previous) after strengthening: the same figures as measuring from scratch."""
+    compared = 0
+    for v in seeds[1].values():
+        prefix = CallSuite(v.suite.args[:1], v.suite.expected[:1], v.suite.initial)
+        first = measure(workspace, v.seed, prefix)
+        if not (first.surviving or first.trivial_passed):
+            continue
+        again, fresh = measure(workspace, v.seed, v.suite, first), measure(workspace, v.seed, v.suite)
+        assert (again.total, again.killed, again.by_operator, again.survivors, again.trivial_passed) == (
+            fresh.total,
+            fresh.killed,
+            fresh.by_operator,
+            fresh.survivors,
+            fresh.trivial_passed,
+        ), v.seed.seed_id
+        compared += 1
+    assert compared >= 3
+
+
+def test_reading_only_the_written_tables_gives_every_tables_state_as_a_full_read(seeds, workspace):
+    """run_seed reads only the seed's tables after each call: for the reference, every mutant and every
+    trivial candidate the per-call state of every table is what reading all of them gives."""
+    compared = 0
+    for v in seeds[1].values():
+        procedures = [v.seed.procedure] + [m.procedure for m in mutants_of(v.seed.procedure, {})]
+        procedures += list(trivial_candidates(v.seed, v.suite).values())
+        for procedure in procedures:
+            text, setup = procedure.render("postgres"), v.seed.setup["postgres"]
+            full = workspace.run(setup, text, _calls(v), v.seed.writes)
+            partial = run_seed(workspace, v.seed, _calls(v), text)
+            assert [c.observed() for c in partial.calls] == [c.observed() for c in full.calls], v.seed.seed_id
+            assert set(partial.calls[0].state) == set(workspace.tables) | set(v.seed.writes)
+            compared += 1
+    assert compared > 50
+
+
 # ---- grading -------------------------------------------------------------------------------------
 
 
@@ -251,6 +288,35 @@ def test_a_candidate_that_commits_fails_the_call(pg_engine, seeds, fixture):
     candidate = v.seed.procedure.render("postgres").replace("END;\n$plb$;", "  COMMIT;\nEND;\n$plb$;")
     result = grade(pg_engine, _task(v, fixture), candidate)
     assert not result.passed and result.detail.startswith("call 1: expected no error, got error 2D000")
+
+
+@pytest.mark.parametrize(
+    "tampering, detail",
+    [
+        # the call itself drops a table: the state read after it fails, so the call's work is undone and
+        # the call gets the error, as if it had raised it
+        ("DROP TABLE archive;", "call 1: expected no error, got error 42P01"),
+        # a table replaced by a view during the install is read, and reported, as tampered with
+        ("", "state unreadable after call 1: table archive was replaced or hidden"),
+    ],
+)
+def test_a_candidate_that_drops_or_replaces_a_table_fails_the_call(pg_engine, seeds, fixture, tampering, detail):
+    v = seeds[1]["procfix/train/1/result_table"]
+    candidate = v.seed.procedure.render("postgres").replace("END;\n$plb$;", f"  {tampering}\nEND;\n$plb$;")
+    if not tampering:
+        candidate += "\nDROP TABLE archive; CREATE VIEW archive AS SELECT 1 AS id, 'x'::text AS note;"
+    result = grade(pg_engine, _task(v, fixture), candidate)
+    assert not result.passed and result.detail.startswith(detail), result.detail
+    assert result.call_verdicts == ["fail"] * 4
+
+
+def test_a_setup_that_does_not_parse_leaves_the_workspace_whole(seeds, workspace):
+    """The setup runs on its own round trip: a string that does not parse runs nothing, not even a savepoint."""
+    v = seeds[1]["procfix/train/1/result_table"]
+    broken = workspace.run(["CREATE TABLE plb_broken (column int)"], v.seed.procedure.render("postgres"), [])
+    assert broken.install_error.startswith("42601: syntax error")
+    again = workspace.run(v.seed.setup["postgres"], v.seed.procedure.render("postgres"), _calls(v), v.seed.writes)
+    assert [c.observed() for c in again.calls] == [r.observed() for r in v.suite.expected]
 
 
 def test_row_difference_counts_changed_added_and_removed_rows():

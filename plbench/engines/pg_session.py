@@ -128,13 +128,11 @@ class PostgresSession:
     def execute(self, statement: str) -> ExecResult:
         conn = self._live()
         self._lines = []
-        # A fresh savepoint per statement, never released: a session runs a handful of
-        # statements, and skipping RELEASE saves a round trip on every one of them.
-        self._statements += 1
-        self._unchecked = True
-        savepoint = f"{_SAVEPOINT}_{self._statements}"
+        savepoint = self._next_savepoint()
         try:
             with self._guard("running a statement"), self._watched(conn):
+                # Its own round trip: the server parses a whole query string before running any of it, so a
+                # syntax error in the statement would otherwise leave no savepoint to roll back to.
                 conn.execute(f"SAVEPOINT {savepoint}")
                 conn.execute(statement)  # no parameters: simple protocol, several statements allowed
         except EngineUnavailable:
@@ -143,6 +141,49 @@ class PostgresSession:
             raise
         except psycopg.Error as exc:
             return self._failed(exc, savepoint)
+        return self._ran(conn)
+
+    def execute_own(self, text: str) -> tuple[ExecResult, QueryResult | None]:
+        """The harness's own statements in one round trip, with the rows of the last one.
+
+        Only for the harness's own text that is known to parse (calls of an installed procedure, state reads):
+        the savepoint shares the round trip, and a string that does not parse runs none of it, not even the
+        savepoint (see `execute`); a candidate's text could also leave a comment or a string open and swallow
+        what follows it. When a statement fails, all of them are undone and the error is the result's; the
+        rows are then None. Text that does not parse is a harness error (RuntimeError): the transaction,
+        and all it held, is gone.
+        """
+        conn = self._live()
+        self._lines = []
+        savepoint = self._next_savepoint()
+        try:
+            with self._guard("running the harness's statements"), self._watched(conn):
+                cur = conn.execute(f"SAVEPOINT {savepoint}; {text}")
+                while cur.nextset():
+                    pass
+                rows = cur.fetchall() if cur.description else []
+                columns = [d.name for d in cur.description or ()]
+                types = [_type_name(conn, d.type_code) for d in cur.description or ()]
+        except EngineUnavailable:
+            if self._killed:
+                return self._killed_result(), None
+            raise
+        except psycopg.Error as exc:
+            escaped = self.escaped
+            failed = self._failed(exc, savepoint)
+            if self.escaped and not escaped:
+                raise RuntimeError(f"the harness's own statements did not run ({exc}): {text[:300]}") from exc
+            return failed, None
+        return self._ran(conn), QueryResult(columns, types, rows)
+
+    def _next_savepoint(self) -> str:
+        # A fresh savepoint per statement, never released: a session runs a handful of
+        # statements, and skipping RELEASE saves a round trip on every one of them.
+        self._statements += 1
+        self._unchecked = True
+        return f"{_SAVEPOINT}_{self._statements}"
+
+    def _ran(self, conn: psycopg.Connection) -> ExecResult:
         lines, self._lines = self._lines, []  # re-setting the session below must not add its notices
         if conn.info.transaction_status == TransactionStatus.IDLE:
             self._settle("")  # the statement ran COMMIT or ROLLBACK itself
@@ -156,9 +197,7 @@ class PostgresSession:
     def query(self, statement: str) -> QueryResult:
         """Rows of one query (with column names and type names), or its diagnostic."""
         conn = self._live()
-        self._statements += 1
-        self._unchecked = True
-        savepoint = f"{_SAVEPOINT}_{self._statements}"
+        savepoint = self._next_savepoint()
         try:
             with self._guard("running a query"), self._watched(conn):
                 conn.execute(f"SAVEPOINT {savepoint}")

@@ -137,7 +137,7 @@ def validate(seed: Seed, workspace: Workspace, shuffled: Workspace) -> Validated
     if strength.surviving:
         stronger = strengthen(workspace, shuffled, seed, suite, strength.surviving)
         if stronger is not suite:
-            suite, strength = stronger, measure(workspace, seed, stronger)
+            suite, strength = stronger, measure(workspace, seed, stronger, strength)
     if strength.trivial_passed:
         raise SuiteRejected("trivial_candidate_passes", ", ".join(strength.trivial_passed))
     if strength.kill_rate < MIN_SEED_KILL_RATE:

@@ -81,11 +81,23 @@ def text_columns(workspace: Workspace, seed: Seed) -> dict[str, list[str]]:
     return {t: list(workspace.db.text_columns[t]) for t in seed.writes if t in workspace.db.text_columns}
 
 
-def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:
-    """Run every mutant and trivial candidate of the seed against its suite (PostgreSQL)."""
+def measure(workspace: Workspace, seed: Seed, suite: CallSuite, previous: Strength | None = None) -> Strength:
+    """Run every mutant and trivial candidate of the seed against its suite (PostgreSQL).
+
+    With `previous`, the strength of a suite whose calls this one begins with, only its survivors and the
+    trivial candidates that passed it run again: what a deterministic suite's first calls tell apart, the
+    whole suite does."""
     strength = Strength()
     counts: Counter = Counter()
-    for mutant in mutants_of(seed.procedure, {"text_columns": text_columns(workspace, seed)}):
+    if previous is None:
+        mutants = mutants_of(seed.procedure, {"text_columns": text_columns(workspace, seed)})
+        trivial = trivial_candidates(seed, suite)
+    else:
+        mutants = previous.surviving
+        trivial = {n: p for n, p in trivial_candidates(seed, suite).items() if n in previous.trivial_passed}
+        strength.total = strength.killed = previous.killed
+        counts.update({(op, True): killed for op, (_, killed) in previous.by_operator.items()})
+    for mutant in mutants:
         killed = bool(fails_suite(workspace, seed, suite, mutant.procedure.render("postgres")))
         counts[(mutant.operator, killed)] += 1
         strength.total += 1
@@ -95,7 +107,7 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite) -> Strength:
             strength.surviving.append(mutant)
     for op in sorted({op for op, _ in counts}):
         strength.by_operator[op] = [counts[(op, True)] + counts[(op, False)], counts[(op, True)]]
-    for name, proc in trivial_candidates(seed, suite).items():
+    for name, proc in trivial.items():
         if not fails_suite(workspace, seed, suite, proc.render("postgres")):
             strength.trivial_passed.append(name)
     return strength

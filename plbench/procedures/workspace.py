@@ -140,14 +140,29 @@ class Workspace:
         )
         return " UNION ALL ".join(parts + [tampered])
 
-    def read_state(self, tables: list[str]) -> dict[str, tuple[int, str]]:
-        result = self.session.query(self.state_query(tables))
-        if not result.ok:
-            return {TAMPERED: (-1, f"state unreadable: {result.error.code if result.error else 'timeout'}")}
-        state = {}
-        for name, rows, digest in result.rows:
-            state[name] = (-1, TAMPERED) if rows == -1 else (rows, str(digest or 0))
-        return state
+    def call(self, call: str, state_query: str, unchanged: dict | None = None) -> CallResult:
+        """One call and the state it leaves, in one round trip (both are the harness's text); tables the
+        query does not read keep their state in `unchanged`. When the call fails, or the state read does,
+        the call gets the error and its work is undone, as if it had raised it: a call gains nothing so,
+        since it could raise any SQLSTATE itself; the state is then read alone."""
+        done, read = self.session.execute_own(f"{call}; {state_query}")
+        state = {**(unchanged or {}), **(_state(read) if read is not None else self._own_state(state_query))}
+        return CallResult(call, _code(done), done.error.message if done.error else "", tuple(done.lines), state)
+
+    def _own_state(self, state_query: str) -> dict[str, tuple[int, str]]:
+        done, read = self.session.execute_own(state_query)
+        return _state(read if read is not None else done)
+
+    def query(self, text: str):
+        return self.session.query(text)
+
+    def _install(self, setup: list[str], procedure: str) -> str | None:
+        """Why the setup or the procedure did not install (each on its own: either may fail to parse)."""
+        for statement in [*setup, procedure]:
+            done = self.session.execute(statement)
+            if not done.ok:
+                return _why(done)
+        return None
 
     def run(
         self,
@@ -157,37 +172,48 @@ class Workspace:
         extra_tables: tuple[str, ...] = (),
         inspect: Callable[[int, CallResult], bool] | None = None,
         start: Callable[[], None] | None = None,
+        written: tuple[str, ...] | None = None,
     ) -> Trace:
         """Run the procedure's calls from the initial state (the copy plus `setup`), then restore it.
 
         `inspect(index, result)` sees each call's result while its state is still live; False stops the run.
         `start()` sees the initial state, before the first call.
+        `written`: the only tables the procedure can change, when that is known (the build's own procedures,
+        see suites.run_seed); after each call only they are read, every other table keeps its initial state.
         """
         tables = self.tables + [t for t in extra_tables if t not in self.tables]
         trace = Trace()
-        self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}")
+        self.session.execute_own(f"SAVEPOINT {RUN_SAVEPOINT}")
         try:
-            for statement in [*setup, procedure]:
-                done = self.session.execute(statement)
-                if not done.ok:
-                    trace.install_error = f"{_code(done)}: {done.error.message if done.error else 'timeout'}"
-                    return trace
-            trace.initial = self.read_state(tables)
+            if why := self._install(setup, procedure):
+                trace.install_error = why
+                return trace
+            trace.initial = self._own_state(self.state_query(tables))
+            state_query = self.state_query([t for t in tables if written is None or t in written])
             if start is not None:
                 start()
             for index, call in enumerate(calls):
-                done = self.session.execute(call)
-                message = done.error.message if done.error else ""
-                result = CallResult(call, _code(done), message, tuple(done.lines), self.read_state(tables))
+                result = self.call(call, state_query, trace.initial if written is not None else None)
                 trace.calls.append(result)
                 if inspect is not None and not inspect(index, result):
                     break
             return trace
         finally:
-            self.session.execute(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
 
-    def query(self, text: str):
-        return self.session.query(text)
+
+def _state(result) -> dict[str, tuple[int, str]]:
+    """(rows, content hash) per table from a state query's result; a table no longer plain is TAMPERED."""
+    if not result.ok:
+        return {TAMPERED: (-1, f"state unreadable: {result.error.code if result.error else 'timeout'}")}
+    state = {}
+    for name, rows, digest in result.rows:
+        state[name] = (-1, TAMPERED) if rows == -1 else (rows, str(digest or 0))
+    return state
+
+
+def _why(result) -> str:
+    return f"{_code(result)}: {result.error.message if result.error else 'timeout'}"
 
 
 def _code(result) -> str | None:
