@@ -99,7 +99,7 @@ def test_broken_code_is_repaired_from_the_compiler_diagnostics(validated, env, a
         out, ledger = run(validated, env, client(server, tmp_path))
         assert [(e.verdict, e.attempts) for e in ledger.entries] == [("accepted", 2)]
         feedback = server.requests[-1]["body"]["messages"][-1]["content"]
-        assert feedback.startswith("The code failed: postgres: 42601: syntax error at or near \"SELEC\"")
+        assert feedback.startswith('The code failed: postgres: 42601: syntax error at or near "SELEC"')
 
 
 @pytest.mark.parametrize(
