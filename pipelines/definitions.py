@@ -82,8 +82,38 @@ def _jobs() -> list:
     return [build, *rerun]
 
 
+def _celery(config: BuildConfig) -> dg.ExecutorDefinition:
+    from dagster_celery import celery_executor
+
+    if not config.celery_broker:
+        raise ValueError("executor celery needs a broker: set PLBENCH_CELERY_BROKER (e.g. redis://127.0.0.1:6379/0)")
+    return celery_executor.configured({"broker": config.celery_broker, "backend": config.celery_broker})
+
+
+def _k8s(config: BuildConfig) -> dg.ExecutorDefinition:
+    from dagster_k8s import k8s_job_executor
+
+    return k8s_job_executor  # the cluster's settings come in the run config (README, Kubernetes)
+
+
+# BuildConfig.executor -> the executor every job of the location runs on
+EXECUTORS = {
+    "in_process": lambda config: dg.in_process_executor,
+    "multiprocess": lambda config: dg.multiprocess_executor,
+    "celery": _celery,
+    "k8s": _k8s,
+}
+
+
+def executor_for(config: BuildConfig) -> dg.ExecutorDefinition:
+    if config.executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {config.executor!r}; known: {', '.join(EXECUTORS)}")
+    return EXECUTORS[config.executor](config)
+
+
 def build_definitions(config: BuildConfig) -> dg.Definitions:
     return dg.Definitions(
+        executor=executor_for(config),
         assets=_assets(config),
         asset_checks=[
             mbpp.mbpp_tasks_reconcile,
@@ -103,4 +133,9 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
     )
 
 
-defs = build_definitions(BuildConfig.from_env())
+def definitions_from_env() -> dg.Definitions:
+    """What a worker process loads (celery, Kubernetes): the definitions of the settings it was given."""
+    return build_definitions(BuildConfig.from_env())
+
+
+defs = definitions_from_env()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from plbench.llm import LLMSettings, not_configured
@@ -13,6 +14,18 @@ from plbench.sandbox import SandboxLimits
 SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2")
 DIALECT_NAMES = ("oracle", "postgres")
 NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
+# A JSON file of settings (BuildConfig.to_settings) every process of one build reads: the UI's code
+# server, celery workers and Kubernetes pods then run with the configuration of the process that wrote it.
+SETTINGS_ENV = "PLBENCH_SETTINGS"
+PATH_SETTINGS = (
+    "raw_dir",
+    "cache_dir",
+    "out_dir",
+    "normalized_dir",
+    "validation_dir",
+    "download_dir",
+    "crosscheck_solutions",
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,11 @@ class BuildConfig:
     # ILE on MBPP (subset mbpp_ile): "deterministic" (the rule templates, offline) or "llm" (the model above)
     ile_proposer: str = "deterministic"
     ile_rounds: int = 2
+    # Where a run's steps execute (pipelines/definitions.py EXECUTORS): "in_process" (one process, as
+    # the CLI runs), "multiprocess", "celery" (workers on the broker `celery_broker`, e.g. Redis), "k8s"
+    # (one Kubernetes job per step; the cluster settings go in the run config). Never part of a release.
+    executor: str = "in_process"
+    celery_broker: str | None = None
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -85,9 +103,23 @@ class BuildConfig:
             "llm": NotConfigured(not_configured(env)) if not_configured(env) else LLMSettings.from_env(env),
             "ile_proposer": env.get("PLBENCH_ILE_PROPOSER") or "deterministic",
             "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
+            "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
+            "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
         }
+        if env.get(SETTINGS_ENV):
+            values.update(read_settings(Path(env[SETTINGS_ENV])))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    def to_settings(self) -> dict:
+        """Every setting as JSON, but the model endpoint: that comes from the environment (it may hold a key)."""
+        from plbench.raw_sources.catalog import catalog_table
+
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "llm"}
+        out |= {name: str(out[name]) for name in PATH_SETTINGS if out[name] is not None}
+        out |= {"subsets": list(self.subsets), "sandbox": asdict(self.sandbox)}
+        out["catalog"] = catalog_table(self.catalog) if self.catalog is not None else None
+        return out
 
     def with_(self, **changes) -> BuildConfig:
         return replace(self, **changes)
@@ -111,3 +143,21 @@ class BuildConfig:
             "ile_proposer": self.ile_proposer if self.ile_proposer == "deterministic" else f"llm:{self.llm}",
             "ile_rounds": self.ile_rounds,
         }
+
+
+def read_settings(path: Path) -> dict:
+    """BuildConfig fields from a settings file (`to_settings`'s JSON); an unknown name is an error."""
+    from plbench.raw_sources.catalog import catalog_from_table
+
+    values = json.loads(path.read_text(encoding="utf-8"))
+    unknown = sorted(set(values) - {f.name for f in fields(BuildConfig)} | ({"llm"} & set(values)))
+    if unknown:
+        raise ValueError(f"{path}: unknown settings {unknown} (the model endpoint comes from PLBENCH_LLM_*)")
+    values |= {name: Path(values[name]) for name in PATH_SETTINGS if values.get(name) is not None}
+    if "subsets" in values:
+        values["subsets"] = tuple(values["subsets"])
+    if "sandbox" in values:
+        values["sandbox"] = SandboxLimits(**values["sandbox"])
+    if values.get("catalog") is not None:
+        values["catalog"] = catalog_from_table(values["catalog"])
+    return values

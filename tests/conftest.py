@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,21 @@ from plbench.engines.postgres import PostgresEngine
 REPO = Path(__file__).resolve().parent.parent
 PG_DATA_DIR = REPO / ".cache" / "test-pgserver"
 
+CROSSCHECK_CANDIDATES = [
+    {
+        "task_id": "mbpp/1",
+        "dialect": "postgres",
+        "code": "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE sql AS $$ "
+        "SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(xs) AS x $$;",
+    },
+    {
+        "task_id": "mbpp/6",
+        "dialect": "postgres",
+        "code":  # wrong: the odd test
+        "CREATE OR REPLACE FUNCTION is_even(n bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT n % 2 = 1 $$;",
+    },
+]
+
 
 @pytest.fixture(scope="session")
 def pg_engine():
@@ -19,3 +35,47 @@ def pg_engine():
     engine = PostgresEngine.start(os.environ.get("PLBENCH_PG_DSN"), data_dir=PG_DATA_DIR)
     yield engine
     engine.close()
+
+
+def fixture_config(tmp_path_factory, pg_engine):
+    """A build configuration over a fresh miniature mirror (tests/fixtures.py) and fresh output folders."""
+    from plbench.config import BuildConfig
+    from plbench.sandbox import SandboxLimits
+    from tests.fixtures import write_mirror, write_spider1, write_spider2
+
+    root = tmp_path_factory.mktemp("mirror")
+    catalog = write_mirror(root) | write_spider1(root) | write_spider2(root, tmp_path_factory.mktemp("staging"))
+    solutions = root / "solutions.jsonl"
+    solutions.write_text("".join(json.dumps(c) + "\n" for c in CROSSCHECK_CANDIDATES))
+    return BuildConfig(
+        raw_dir=root,
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        out_dir=tmp_path_factory.mktemp("releases"),
+        catalog=catalog,
+        pg_dsn=pg_engine._dsn,
+        normalized_dir=tmp_path_factory.mktemp("normalized"),
+        validation_dir=tmp_path_factory.mktemp("validation"),
+        version="t1",
+        min_retention=0.5,
+        min_gold_equivalence=0.5,
+        crosscheck_solutions=solutions,
+        sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2),
+    )
+
+
+@pytest.fixture(scope="session")
+def fixture_build(tmp_path_factory, pg_engine):
+    """One in-process build of the miniature mirror, shared by the build, UI and celery tests:
+    (config, Dagster instance). The instance's folder is a DAGSTER_HOME `plbench dev` can open."""
+    import dagster as dg
+
+    from pipelines.cli import execute, report
+
+    config = fixture_config(tmp_path_factory, pg_engine)
+    instance = dg.DagsterInstance.local_temp(
+        str(tmp_path_factory.mktemp("dagster")), overrides={"telemetry": {"enabled": False}}
+    )
+    result = execute(config, instance=instance)
+    assert report(result) == 0
+    assert instance.get_runs_count() == 1  # the partitions are registered before the run: one run builds all
+    return config, instance

@@ -4,58 +4,17 @@ determinism, immutability of versions, and rerunning one stage from stored upstr
 import json
 import pickle
 
-import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import execute, failure_messages, report
-from plbench.config import BuildConfig
-from plbench.sandbox import SandboxLimits
-from tests.fixtures import MBPP, SPIDER_DEV, write_mirror, write_spider1, write_spider2
-
-CROSSCHECK_CANDIDATES = [
-    {
-        "task_id": "mbpp/1",
-        "dialect": "postgres",
-        "code": "CREATE OR REPLACE FUNCTION sort_list(xs bigint[]) RETURNS bigint[] LANGUAGE sql AS $$ "
-        "SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(xs) AS x $$;",
-    },
-    {
-        "task_id": "mbpp/6",
-        "dialect": "postgres",
-        "code":  # wrong: the odd test
-        "CREATE OR REPLACE FUNCTION is_even(n bigint) RETURNS boolean LANGUAGE sql AS $$ SELECT n % 2 = 1 $$;",
-    },
-]
+from tests.fixtures import MBPP, SPIDER_DEV
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, pg_engine):
-    root = tmp_path_factory.mktemp("mirror")
-    catalog = write_mirror(root) | write_spider1(root) | write_spider2(root, tmp_path_factory.mktemp("staging"))
-    solutions = root / "solutions.jsonl"
-    solutions.write_text("".join(json.dumps(c) + "\n" for c in CROSSCHECK_CANDIDATES))
-    config = BuildConfig(
-        raw_dir=root,
-        cache_dir=tmp_path_factory.mktemp("cache"),
-        out_dir=tmp_path_factory.mktemp("releases"),
-        catalog=catalog,
-        pg_dsn=pg_engine._dsn,
-        normalized_dir=tmp_path_factory.mktemp("normalized"),
-        validation_dir=tmp_path_factory.mktemp("validation"),
-        version="t1",
-        min_retention=0.5,
-        min_gold_equivalence=0.5,
-        crosscheck_solutions=solutions,
-        sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2),
-    )
-    instance = dg.DagsterInstance.local_temp(
-        str(tmp_path_factory.mktemp("dagster")), overrides={"telemetry": {"enabled": False}}
-    )
-    result = execute(config, instance=instance)
-    assert report(result) == 0
-    assert instance.get_runs_count() == 1  # the partitions are registered before the run: one run builds all
-    return config, instance
+def setup(fixture_build):
+    """The session's one build of the miniature mirror (tests/conftest.py)."""
+    return fixture_build
 
 
 def _release(config, version="t1"):

@@ -44,7 +44,11 @@ CATALOG_PATH = project_root() / "raw_sources" / "catalog.json"
 
 
 def read_catalog(path: Path = CATALOG_PATH) -> dict[str, tuple[SourceFile, ...]]:
-    table = json.loads(path.read_text(encoding="utf-8"))
+    return catalog_from_table(json.loads(path.read_text(encoding="utf-8")))
+
+
+def catalog_from_table(table: dict) -> dict[str, tuple[SourceFile, ...]]:
+    """The catalog from its JSON form (catalog.json's `licences` and `datasets`)."""
     return {
         dataset: tuple(
             SourceFile(
@@ -53,6 +57,21 @@ def read_catalog(path: Path = CATALOG_PATH) -> dict[str, tuple[SourceFile, ...]]
             for row in rows
         )
         for dataset, rows in table["datasets"].items()
+    }
+
+
+def catalog_table(catalog: dict[str, tuple[SourceFile, ...]]) -> dict:
+    """The JSON form of a catalog, as `catalog_from_table` reads it (one licence per dataset)."""
+    return {
+        "licences": {dataset: files[0].licence for dataset, files in catalog.items() if files},
+        "datasets": {
+            dataset: [
+                {"path": f.relative_path, "url": f.url, "sha256": f.sha256}
+                | ({"compression": f.compression} if f.compression else {})
+                for f in files
+            ]
+            for dataset, files in catalog.items()
+        },
     }
 
 

@@ -1,0 +1,48 @@
+"""A settings file (PLBENCH_SETTINGS) gives another process the very configuration that wrote it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from plbench.config import BuildConfig, read_settings
+from plbench.raw_sources.catalog import CATALOG, catalog_from_table, catalog_table
+from plbench.sandbox import SandboxLimits
+from tests.fixtures import write_mirror
+
+
+def test_a_settings_file_restores_every_setting(tmp_path, monkeypatch):
+    config = BuildConfig(
+        raw_dir=tmp_path / "raw",
+        cache_dir=tmp_path / "cache",
+        catalog=write_mirror(tmp_path / "raw"),
+        version="t9",
+        subsets=("mbpp", "spider2"),
+        min_retention=0.25,
+        sandbox=SandboxLimits(cpu_seconds=3, wall_seconds=9.0, case_seconds=1.5),
+        crosscheck_solutions=tmp_path / "solutions.jsonl",
+        executor="celery",
+        celery_broker="redis://127.0.0.1:1/0",
+    )
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(config.to_settings()))
+    monkeypatch.setenv("PLBENCH_SETTINGS", str(path))
+    monkeypatch.setenv("PLBENCH_RAW_DIR", str(tmp_path / "elsewhere"))  # the file wins over the variables
+    monkeypatch.delenv("PLBENCH_LLM_BASE_URL", raising=False)
+    assert BuildConfig.from_env() == config
+    assert BuildConfig.from_env(version="t10").version == "t10"  # the command line wins over the file
+
+
+def test_a_settings_file_naming_an_unknown_setting_or_the_model_is_refused(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"raw_dri": "/x", "llm": "secret"}))
+    with pytest.raises(ValueError, match=r"unknown settings \['llm', 'raw_dri'\]"):
+        read_settings(path)
+
+
+def test_the_catalog_survives_its_json_form():
+    assert catalog_from_table(catalog_table(CATALOG)) == CATALOG
+    on_disk = json.loads(Path("raw_sources/catalog.json").read_text())
+    assert catalog_table(CATALOG)["licences"] == on_disk["licences"]
+    first = on_disk["datasets"]["mbpp"][0]
+    assert catalog_table(CATALOG)["datasets"]["mbpp"][0] == {k: first[k] for k in ("path", "url", "sha256")}
