@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from pipelines.cli import execute, report
-from tests.conftest import REPO
+from tests.conftest import REPO, fixture_config
 
 pytestmark = pytest.mark.scale
 REDIS_SERVER = Path("/usr/bin/redis-server")
@@ -128,27 +128,32 @@ def test_a_celery_build_on_two_workers_gives_the_in_process_release_byte_for_byt
     ), received
     in_process, on_workers = _release_files(config.out_dir / "t1"), _release_files(celery.out_dir / "t1")
     assert sorted(on_workers) == sorted(in_process)
-    assert [name for name in in_process if in_process[name] != on_workers[name]] == []
+    assert [name for name in in_process if in_process[name] != on_workers[name]] == ["manifest.json"]
+    # the one difference: when each build wrote its release
+    manifests = [json.loads(files.pop("manifest.json")) for files in (in_process, on_workers)]
+    assert manifests[0].pop("built_at") != manifests[1].pop("built_at")
+    assert manifests[0] == manifests[1]
 
 
 POSTGRES_YAML = REPO / "dagster.postgres.yaml"
 
 
-def test_run_and_event_storage_on_postgres_is_shared_by_processes(fixture_build, pg_engine, tmp_path, monkeypatch):
+def test_run_and_event_storage_on_postgres_is_shared_by_processes(tmp_path_factory, pg_engine, tmp_path, monkeypatch):
     """The documented dagster.yaml variant on the project's pgserver: a run one process records, another reads."""
     import psycopg
 
-    config, _ = fixture_build
+    config = fixture_config(tmp_path_factory, pg_engine)
     database = f"plbench_dagster_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_engine._dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {database}")
     try:
-        url = re.sub(r"(postgresql://[^/]*/)[^?]*", rf"\g<1>{database}", pg_engine._dsn)
+        # dagster-postgres speaks psycopg2's dialect; SQLAlchemy 2.1 takes a bare postgresql:// for psycopg 3
+        url = re.sub(r"postgresql://([^/]*)/[^?]*", rf"postgresql+psycopg2://\g<1>/{database}", pg_engine._dsn)
         monkeypatch.setenv("PLBENCH_DAGSTER_PG_URL", url)
         home = tmp_path / "home"
         home.mkdir()
         shutil.copyfile(POSTGRES_YAML, home / "dagster.yaml")
-        with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
             assert type(instance.run_storage).__name__ == "PostgresRunStorage"
             assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
             result = execute(config.with_(cache_dir=tmp_path / "cache"), [["mbpp_raw"]], instance=instance, quiet=True)
