@@ -29,11 +29,8 @@ from plbench.paths import project_root
 
 
 def dagster_home() -> Path:
-    """DAGSTER_HOME, by default `.dagster/` under the project, kept a copy of the project's dagster.yaml.
-
-    A DAGSTER_HOME the user chose keeps its own dagster.yaml (e.g. dagster.postgres.yaml); it only
-    gets the project's when it has none.
-    """
+    """DAGSTER_HOME (default `.dagster/`) with the project's dagster.yaml; a DAGSTER_HOME the user chose
+    keeps its own dagster.yaml (e.g. dagster.postgres.yaml) and gets the project's only when it has none."""
     chosen = os.environ.get("DAGSTER_HOME")
     home = Path(chosen or project_root() / ".dagster")
     home.mkdir(parents=True, exist_ok=True)
@@ -126,34 +123,14 @@ def _run(
 
     from pipelines.definitions import build_definitions
 
-    options = {
-        "instance": instance,
-        "asset_selection": [dg.AssetKey(k) for k in selection],
-        "raise_on_error": False,
-        "tags": tags,
-        "run_config": {"loggers": {"progress": {"config": {"partitions": partitions, "quiet": quiet}}}},
-    }
+    run_config = {"loggers": {"progress": {"config": {"partitions": partitions, "quiet": quiet}}}}
+    keys = [dg.AssetKey(k) for k in selection]
+    options = dict(instance=instance, asset_selection=keys, raise_on_error=False, tags=tags, run_config=run_config)
     if config.executor == "in_process":
         return build_definitions(config).resolve_job_def(job).execute_in_process(**options)
-    return _run_on_workers(config, job, options)
+    from pipelines.executors import run_on_workers
 
-
-def _run_on_workers(config: BuildConfig, job: str, options: dict):
-    """A run on the configured executor (celery, Kubernetes): each worker rebuilds the job from its own
-    environment, so the settings must be the ones PLBENCH_SETTINGS gives every process."""
-    import dagster as dg
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
-
-    if config != BuildConfig.from_env():
-        raise SystemExit(
-            f"plbench: executor {config.executor} runs steps in other processes, which read their settings "
-            "from PLBENCH_SETTINGS: put every setting there, not on the command line"
-        )
-    repository = ReconstructableRepository.for_module(
-        "pipelines.definitions", "definitions_from_env", working_directory=str(project_root())
-    )
-    with dg.execute_job(repository.get_reconstructable_job(job), **options) as result:
-        return result
+    return run_on_workers(config, job, options)
 
 
 def failure_messages(result) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import dagster as dg
 from assets import crosscheck, mbpp, operators, release, replay, spider, validation
 from assets.subsets import subset_assets
 from assets.versions import code_version
+from pipelines.executors import executor_for
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
 from pipelines.stages import REBUILD_JOB, STAGES, rerun_job, stage_assets
@@ -80,35 +81,6 @@ def _jobs() -> list:
         REBUILD_JOB, selection=dg.AssetSelection.all(), description="Rebuild the release from raw sources, every stage."
     )
     return [build, *rerun]
-
-
-def _celery(config: BuildConfig) -> dg.ExecutorDefinition:
-    from dagster_celery import celery_executor
-
-    if not config.celery_broker:
-        raise ValueError("executor celery needs a broker: set PLBENCH_CELERY_BROKER (e.g. redis://127.0.0.1:6379/0)")
-    return celery_executor.configured({"broker": config.celery_broker, "backend": config.celery_broker})
-
-
-def _k8s(config: BuildConfig) -> dg.ExecutorDefinition:
-    from dagster_k8s import k8s_job_executor
-
-    return k8s_job_executor  # the cluster's settings come in the run config (README, Kubernetes)
-
-
-# BuildConfig.executor -> the executor every job of the location runs on
-EXECUTORS = {
-    "in_process": lambda config: dg.in_process_executor,
-    "multiprocess": lambda config: dg.multiprocess_executor,
-    "celery": _celery,
-    "k8s": _k8s,
-}
-
-
-def executor_for(config: BuildConfig) -> dg.ExecutorDefinition:
-    if config.executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {config.executor!r}; known: {', '.join(EXECUTORS)}")
-    return EXECUTORS[config.executor](config)
 
 
 def build_definitions(config: BuildConfig) -> dg.Definitions:

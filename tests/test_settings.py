@@ -46,3 +46,13 @@ def test_the_catalog_survives_its_json_form():
     assert catalog_table(CATALOG)["licences"] == on_disk["licences"]
     first = on_disk["datasets"]["mbpp"][0]
     assert catalog_table(CATALOG)["datasets"]["mbpp"][0] == {k: first[k] for k in ("path", "url", "sha256")}
+
+
+def test_an_unknown_executor_or_celery_without_a_broker_is_refused_by_name():
+    from pipelines.executors import executor_for
+
+    with pytest.raises(ValueError, match="unknown executor 'spark'; known: in_process, multiprocess, celery, k8s"):
+        executor_for(BuildConfig(executor="spark"))
+    with pytest.raises(ValueError, match="executor celery needs a broker: set PLBENCH_CELERY_BROKER"):
+        executor_for(BuildConfig(executor="celery"))
+    assert executor_for(BuildConfig(executor="celery", celery_broker="redis://127.0.0.1:1/0")).name == "celery"

@@ -1,0 +1,60 @@
+"""Where a run's steps execute: `BuildConfig.executor` names one of `EXECUTORS`.
+
+`in_process` (the default, as `plbench build` runs, and for runs launched from the UI) keeps every
+step in one process; `multiprocess`, `celery` (workers on a broker such as Redis) and `k8s` (a
+Kubernetes job per step) run steps in other processes, which rebuild the job from their own
+environment: `definitions_from_env` with the settings file PLBENCH_SETTINGS names.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from plbench.config import BuildConfig
+from plbench.paths import project_root
+
+
+def _celery(config: BuildConfig) -> dg.ExecutorDefinition:
+    from dagster_celery import celery_executor
+
+    if not config.celery_broker:
+        raise ValueError("executor celery needs a broker: set PLBENCH_CELERY_BROKER (e.g. redis://127.0.0.1:6379/0)")
+    return celery_executor.configured({"broker": config.celery_broker, "backend": config.celery_broker})
+
+
+def _k8s(config: BuildConfig) -> dg.ExecutorDefinition:
+    from dagster_k8s import k8s_job_executor
+
+    return k8s_job_executor  # the cluster's settings come in the run config (README, Kubernetes)
+
+
+# BuildConfig.executor -> the executor every job of the location runs on
+EXECUTORS = {
+    "in_process": lambda config: dg.in_process_executor,
+    "multiprocess": lambda config: dg.multiprocess_executor,
+    "celery": _celery,
+    "k8s": _k8s,
+}
+
+
+def executor_for(config: BuildConfig) -> dg.ExecutorDefinition:
+    if config.executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {config.executor!r}; known: {', '.join(EXECUTORS)}")
+    return EXECUTORS[config.executor](config)
+
+
+def run_on_workers(config: BuildConfig, job: str, options: dict):
+    """A run on the configured executor (celery, Kubernetes): each worker rebuilds the job from its own
+    environment, so the settings must be the ones PLBENCH_SETTINGS gives every process."""
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
+
+    if config != BuildConfig.from_env():
+        raise SystemExit(
+            f"plbench: executor {config.executor} runs steps in other processes, which read their settings "
+            "from PLBENCH_SETTINGS: put every setting there, not on the command line"
+        )
+    repository = ReconstructableRepository.for_module(
+        "pipelines.definitions", "definitions_from_env", working_directory=str(project_root())
+    )
+    with dg.execute_job(repository.get_reconstructable_job(job), **options) as result:
+        return result
