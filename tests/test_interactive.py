@@ -15,14 +15,14 @@ from pipelines.cli import main
 from plbench.interactive.environment import Environment
 from plbench.interactive.episode import LLMSolver, run_episode, summarize, write_episode
 from plbench.interactive.protocol import ACTIONS, NONE_OF_THESE, Malformed, budget, parse_action
-from plbench.interactive.tasks import seed_rows
+from plbench.interactive.stages import database_variants
 from plbench.interactive.user import NO_ANSWER, SimulatedUser
 from plbench.llm import LLMClient, LLMSettings
-from plbench.operators.framework import Ledger
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer
+from plbench.procedures.build import database_procedures
 from plbench.taskrow import TASK_SCHEMA, task_records
 from tests.chat_stub import running
-from tests.procedure_fixtures import seed_contexts
+from tests.procedure_fixtures import load_fixture
 
 SEED = "procfix/train/6/raise_missing"
 
@@ -88,10 +88,35 @@ def test_the_user_answers_only_from_the_ledger():
 
 
 @pytest.fixture(scope="module")
-def row(pg_engine, tmp_path_factory):
-    with seed_contexts(pg_engine, tmp_path_factory.mktemp("interactive")) as ctx_of:
-        rows = seed_rows(ctx_of(SEED), DeterministicPerturbationProposer(), Ledger(), pg_engine.version())
-    return next(r for r in rows if r.dialect == "postgres")
+def variants(pg_engine, tmp_path_factory):
+    fixture = load_fixture(pg_engine, tmp_path_factory.mktemp("interactive"))
+    built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
+    return database_variants(pg_engine, fixture.pg, fixture.oracle, built.seeds, DeterministicPerturbationProposer())
+
+
+@pytest.fixture(scope="module")
+def row(variants):
+    return next(r for r in variants.rows if r.key == (f"interactive/{SEED}", "postgres"))
+
+
+def test_every_seed_ends_as_an_interactive_row_per_dialect_or_a_rejection(variants):
+    assert variants.seeds == 11
+    for dialect in ("postgres", "oracle"):
+        rows = [r for r in variants.rows if r.dialect == dialect]
+        rejected = [r for r in variants.rejections if r.dialect in (None, dialect)]
+        assert len(rows) + len(rejected) == variants.seeds and len(rows) == 11
+    summary = variants.summary()
+    assert summary["tasks"] == {"oracle": 11, "postgres": 11} and summary["rejected"] == {}
+    assert summary["hidden_facts_by_op"] == {"contradiction": 4, "jargon": 11, "mask": 11}
+    operators = variants.ledger.summary()
+    assert {op: (s["proposals"], s["accepted"]) for op, s in operators.items()} == {
+        "contradiction_injection": (4, 4),
+        "information_omission": (11, 11),
+        "knowledge_injection": (11, 11),
+    }
+    oracle = next(r for r in variants.rows if r.key == (f"interactive/{SEED}", "oracle"))
+    assert oracle.ledger == next(r for r in variants.rows if r.key == (f"interactive/{SEED}", "postgres")).ledger
+    assert oracle.replay_status == "not_run" and "RAISE_APPLICATION_ERROR" in oracle.reference_code
 
 
 def test_an_interactive_row_carries_its_ledger_and_direct_twin(row):
