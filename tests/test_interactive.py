@@ -91,7 +91,9 @@ def test_the_user_answers_only_from_the_ledger():
 def variants(pg_engine, tmp_path_factory):
     fixture = load_fixture(pg_engine, tmp_path_factory.mktemp("interactive"))
     built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
-    return database_variants(pg_engine, fixture.pg, fixture.oracle, built.seeds, DeterministicPerturbationProposer())
+    return database_variants(
+        pg_engine, fixture.pg, fixture.oracle, built.seeds.seeds, DeterministicPerturbationProposer()
+    )
 
 
 @pytest.fixture(scope="module")

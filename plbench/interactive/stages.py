@@ -17,7 +17,7 @@ from plbench.normalize.emit import NormalizedDatabase
 from plbench.operators.framework import Ledger, Proposer
 from plbench.operators.perturbations import STAGE, SUBSET
 from plbench.procedures.build import context
-from plbench.procedures.seeds import DatabaseSeeds
+from plbench.procedures.seeds import ValidatedSeed
 from plbench.procedures.tasks import DIALECT_NAMES
 from plbench.procedures.workspace import Workspace
 from plbench.records import Rejection
@@ -53,17 +53,17 @@ def database_variants(
     engine,
     pg_db: NormalizedDatabase,
     oracle_db: NormalizedDatabase | None,
-    seeds: DatabaseSeeds,
+    seeds: list[ValidatedSeed],
     proposer: Proposer,
 ) -> InteractiveOutput:
-    """The Interactive rows of one database's seeds, perturbed on a PostgreSQL workspace of it."""
-    out = InteractiveOutput(seeds=len(seeds.seeds))
-    if not seeds.seeds:
+    """The Interactive rows of one database's validated seeds, perturbed on a PostgreSQL workspace of it."""
+    out = InteractiveOutput(seeds=len(seeds))
+    if not seeds:
         return out
     version = engine.version()
     with engine.session(reads=(pg_db.schema_name,)) as session:
         workspace = Workspace(session, pg_db)
-        for validated in seeds.seeds:
+        for validated in seeds:
             ctx = context(validated, pg_db, oracle_db, workspace, frozenset({engine.dialect}))
             rows = seed_rows(ctx, proposer, out.ledger, version)
             if isinstance(rows, Rejection):
