@@ -109,10 +109,10 @@ def test_every_seed_ends_as_an_interactive_row_per_dialect_or_a_rejection(varian
         assert len(rows) + len(rejected) == variants.seeds and len(rows) == 11
     summary = variants.summary()
     assert summary["tasks"] == {"oracle": 11, "postgres": 11} and summary["rejected"] == {}
-    assert summary["hidden_facts_by_op"] == {"contradiction": 4, "jargon": 11, "mask": 11}
+    assert summary["hidden_facts_by_op"] == {"contradiction": 7, "jargon": 11, "mask": 11}
     operators = variants.ledger.summary()
     assert {op: (s["proposals"], s["accepted"]) for op, s in operators.items()} == {
-        "contradiction_injection": (4, 4),
+        "contradiction_injection": (7, 7),
         "information_omission": (11, 11),
         "knowledge_injection": (11, 11),
     }

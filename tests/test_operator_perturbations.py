@@ -102,6 +102,25 @@ CATALOGUE = {
         "The label written into review_status is 'selected'. The statement \"The label written into review_status "
         "is 'flagged'.\" is wrong.",
     ),
+    (FLAG, "counter_step", "jargon"): (
+        "adds 1 to review_count",
+        "applies the amber tally to review_count",
+        "What is the amber tally?",
+        "The amber tally: each call adds 1 to review_count on every row it selects.",
+    ),
+    (FLAG, "counter_step", "mask"): (
+        "adds 1 to review_count",
+        "updates review_count",
+        "how review_count changes on a row a call selects",
+        "Each call adds 1 to review_count on every row it selects.",
+    ),
+    (FLAG, "counter_step", "contradiction"): (
+        "",
+        "Each call adds 2 to review_count on every row it selects.",
+        "Which statement about how review_count changes on a row a call selects is correct?",
+        'Each call adds 1 to review_count on every row it selects. The statement "Each call adds 2 to review_count '
+        'on every row it selects." is wrong.',
+    ),
     (CHECKED, "error_code", "jargon"): (
         "(PostgreSQL: SQLSTATE 'PLB01'; Oracle: RAISE_APPLICATION_ERROR(-20001, ...))",
         "(with the amber code)",
@@ -167,6 +186,11 @@ ALTERNATIVES = {
         "para_customer_id;",
     )
     * 2,
+    (FLAG, "counter_step"): (
+        "  UPDATE orders SET review_status = 'selected' WHERE customer_id = para_customer_id;",
+        "  UPDATE orders SET review_status = 'selected', review_count = review_count + 2 WHERE customer_id = "
+        "para_customer_id;",
+    ),
     (CHECKED, "error_code"): (
         "    RAISE EXCEPTION 'no row of orders has customer_id equal to the argument' USING ERRCODE = 'P0001';",
     )

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from plbench.procedures.archetypes import Seed
+from plbench.procedures.archetypes import COUNT_COLUMN, Seed
 from plbench.procedures.describe import expression
 from plbench.procedures.dialect_text import ERROR_CODES
-from plbench.procedures.model import Procedure
+from plbench.procedures.model import Procedure, Sql, rebuild
 from plbench.procedures.mutants import _edit_nodes, _where_comparisons
 from plbench.procedures.scenarios.a2 import FACTS as DOCUMENT_FACTS
 
@@ -104,6 +104,29 @@ def _comparisons(seed: Seed) -> list[dict]:
     return sites
 
 
+def _counter_step(seed: Seed) -> list[dict]:
+    """status_update's counter: ignored = the counter left alone, opposite = a step of 2 (setting it to 1
+    instead would agree with the reference on every suite whose calls select each row once)."""
+    if seed.archetype != "status_update":
+        return []
+
+    def edited(change) -> Procedure:
+        def one(s):
+            if not (isinstance(s, Sql) and s.kind == "update"):
+                return s
+            trees = {d: t.copy() for d, t in s.trees.items()}
+            for tree in trees.values():
+                counter = next(e for e in tree.expressions if e.this.name == COUNT_COLUMN)
+                change(tree, counter)
+            return Sql(s.kind, trees)
+
+        return seed.procedure.with_body(rebuild(seed.procedure.body, one))
+
+    ignored = edited(lambda tree, counter: tree.set("expressions", [e for e in tree.expressions if e is not counter]))
+    opposite = edited(lambda tree, counter: counter.expression.set("expression", exp.Literal.number(2)))
+    return [{"words": {}, "stated": f"adds 1 to {COUNT_COLUMN}", "ignored": ignored, "opposite": opposite}]
+
+
 _NO_MATCH = ERROR_CODES["no_match"]
 _GENERIC = ERROR_CODES["generic"]
 
@@ -140,6 +163,16 @@ FACT_KINDS: tuple[FactKind, ...] = (
         "to the {term} label",
         "The label written into review_status is 'flagged'.",
         _document_fact(("status_update",), "status_update", "to 'selected'"),
+    ),
+    FactKind(
+        "counter_step",
+        "tally",
+        f"Each call adds 1 to {COUNT_COLUMN} on every row it selects.",
+        f"how {COUNT_COLUMN} changes on a row a call selects",
+        f"updates {COUNT_COLUMN}",
+        f"applies the {{term}} tally to {COUNT_COLUMN}",
+        f"Each call adds 2 to {COUNT_COLUMN} on every row it selects.",
+        _counter_step,
     ),
     FactKind(
         "error_code",
