@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import sqlglot
 
 from plbench.procedures.build import context, database_procedures
 from plbench.procedures.scenarios import ADAPTERS
@@ -59,7 +60,9 @@ def test_every_seed_gets_a_task_per_scenario_and_dialect_or_a_named_rejection(bu
     assert counts[("c2", "postgres")] == seeds and ("c2", "oracle") not in counts
     for scenario in ("a5", "c1"):
         assert counts[(scenario, "postgres")] + rejected[f"{scenario}_not_applicable"] == seeds
-    assert set(rejected) == {"c1_not_applicable", "a5_not_applicable"}
+    b2 = ("b2_not_applicable", "b2_too_little_work", "b2_database_cap")
+    assert counts[("b2", "postgres")] == counts[("b2", "oracle")] == seeds - sum(rejected[r] for r in b2) == 2
+    assert set(rejected) == {"c1_not_applicable", "a5_not_applicable", *b2}
     assert all(t.replay_status == ("passed" if t.dialect == "postgres" else "not_run") for t in built.tasks)
 
 
@@ -255,3 +258,138 @@ def test_manifest_section_counts_every_scenario_and_dialect(built):
     assert below_floor(section) == []
     section["scenarios"]["a1/postgres"]["kill_rate"] = 0.9
     assert below_floor(section) == ["a1/postgres: 90.0% of mutants killed"]
+
+
+# ---- B2 performance optimisation ---------------------------------------------------------------------
+
+FLAGGED = "procfix/train/1/status_update"
+B2_WORK = {"scans": 2, "tuples": 10000, "writes": 4000}
+
+
+def test_b2_baseline_loops_row_by_row_and_records_the_work(built):
+    task = _task(built, "b2", REPORT)
+    assert task.materials["current_procedure.sql"] == (
+        "CREATE PROCEDURE sp_report_customer(para_score bigint)\nLANGUAGE plpgsql\nAS $plb$\nBEGIN\n"
+        "  DELETE FROM customer_report;\n  DECLARE\n    plb_row record;\n  BEGIN\n"
+        "    FOR plb_row IN SELECT name AS plb_c1 FROM customer WHERE score > para_score LOOP\n"
+        "      INSERT INTO customer_report (name) VALUES (plb_row.plb_c1);\n    END LOOP;\n  END;\nEND;\n$plb$;"
+    )
+    # 5 customers repeated 2,000 times; call 1 (score > 50) inserts 2 x 2,000 rows, one at a time
+    assert task.call_suite["performance"] == {
+        "scale_rows": 10000,
+        "scaled": {"customer": 2000},
+        "timed_call": 0,
+        "repeats": 4,
+        "min_speedup": 1.1,
+        "work": {"reference": B2_WORK, "baseline": B2_WORK},
+    }
+    oracle = _task(built, "b2", FLAGGED, "oracle").materials["current_procedure.sql"]
+    assert oracle.splitlines()[3:6] == [
+        "  FOR plb_row IN (SELECT ROWID AS plb_rid FROM CUSTOMER WHERE SCORE > para_score) LOOP",
+        "    UPDATE CUSTOMER SET review_status = 'selected', review_count = review_count + 1 "
+        "WHERE ROWID = plb_row.plb_rid;",
+        "  END LOOP;",
+    ]
+
+
+def test_b2_rejects_by_counts_and_caps_the_timed_seeds(built):
+    reasons = {(r.source_id, r.reason_code) for r in built.rejections if r.reason_code.startswith("b2_")}
+    assert ("procfix/train/2/result_table", "b2_too_little_work") in reasons  # a count: 1 row per call
+    assert ("procfix/train/2/summary_row", "b2_not_applicable") in reasons
+    capped = [r for r in built.rejections if r.reason_code == "b2_database_cap"]
+    tried = [r for r in built.rejections if r.reason_code.startswith("b2_") and r.reason_code != "b2_not_applicable"]
+    assert len(tried) - len(capped) + len({t.seed_id for t in built.tasks if t.scenario == "b2"}) == 4
+
+
+def test_b2_check_refuses_a_baseline_that_is_not_slow_or_not_correct(built, ctx_of):
+    task, ctx = _task(built, "b2", REPORT), ctx_of(REPORT)
+    fast = dataclasses.replace(task, materials={"current_procedure.sql": task.reference_code})
+    assert _rejected("b2", fast, ctx) == "baseline_not_row_by_row"
+    wrong = task.materials["current_procedure.sql"].replace("score > para_score", "score >= para_score")
+    assert _rejected("b2", dataclasses.replace(task, materials={"current_procedure.sql": wrong}), ctx) == (
+        "baseline_incorrect"
+    )
+
+
+def test_b2_row_by_row_leaves_what_it_cannot_rename(built):
+    from plbench.procedures.scenarios.b2 import _numbered
+
+    seeds = {v.seed.seed_id: v for v in built.seeds.seeds}
+    assert ADAPTERS["b2"].row_by_row(seeds["procfix/train/2/summary_row"].seed.procedure) is None
+    ordered = sqlglot.parse_one("SELECT name AS n FROM customer ORDER BY n LIMIT 1", read="postgres")
+    assert _numbered(ordered) is None
+    plain = sqlglot.parse_one("SELECT name, count(*) FROM customer GROUP BY name", read="postgres")
+    assert _numbered(plain).sql() == "SELECT name AS plb_c1, COUNT(*) AS plb_c2 FROM customer GROUP BY name"
+
+
+def test_b2_grading_times_a_passing_candidate_against_reference_and_baseline(pg_engine, built):
+    from plbench.procedures.rows import grade_row, task_row
+
+    row = task_row(_task(built, "b2", REPORT), "PostgreSQL 16")
+    graded = grade_row(pg_engine, row, row.reference_code)
+    assert graded.passed and graded.detail.startswith("B2: ")
+    assert graded.metrics["work"] == {"candidate": B2_WORK, "reference": B2_WORK, "baseline": B2_WORK}
+    assert set(graded.metrics) == {"speedup_over_baseline", "speedup_over_reference", "seconds", "work"}
+    assert all(s > 0 for s in graded.metrics["seconds"].values())
+    wrong = grade_row(pg_engine, row, row.scaffold)
+    assert not wrong.passed and wrong.metrics == {}  # a wrong candidate is not timed
+
+
+# ---- B3 line edits ------------------------------------------------------------------------------------
+
+
+def _b3_row(built):
+    from plbench.procedures.rows import task_row
+
+    return task_row(_task(built, "b3", REPORT), "PostgreSQL 16")
+
+
+def _edits(buggy: str, fixed: str) -> str:
+    import json
+
+    pairs = zip(buggy.split("\n"), fixed.split("\n"), strict=True)
+    return json.dumps({"edits": [{"line": n, "old": b, "new": f} for n, (b, f) in enumerate(pairs, start=1) if b != f]})
+
+
+def test_b3_accepts_line_edits_of_the_buggy_procedure(pg_engine, built):
+    import json
+
+    from plbench.procedures.rows import grade_row
+
+    row = _b3_row(built)
+    buggy = json.loads(row.materials)["buggy_procedure.sql"]
+    edits = _edits(buggy, row.reference_code)
+    assert [e["line"] for e in json.loads(edits)["edits"]] == [6]  # the compile slip and the logic flip
+    assert grade_row(pg_engine, row, edits).passed
+    assert grade_row(pg_engine, row, row.reference_code).passed  # a whole procedure still counts
+    compiles = _edits(buggy, buggy.replace("INSERT INOT", "INSERT INTO"))  # the logic flip left in
+    flipped = grade_row(pg_engine, row, compiles)
+    assert not flipped.passed and flipped.detail.startswith("state differs after call 1: table customer_report")
+
+
+def test_b3_line_edits_delete_and_split_lines():
+    from plbench.procedures.scenarios.b3 import submitted
+
+    text = submitted(
+        "t",
+        {"buggy_procedure.sql": "a\nb\nc"},
+        '{"edits": [{"line": 2, "old": "b", "new": null}, {"line": 3, "old": "c", "new": "c1\\nc2"}]}',
+    )
+    assert text == "a\nc1\nc2"
+
+
+@pytest.mark.parametrize(
+    "submission, reason",
+    [
+        ('{"edits": [{"line": 2, "old": "nope", "new": "x"}]}', "edit 1: line 2 is "),
+        ('{"edits": [{"line": 999, "old": "", "new": "x"}]}', "edit 1 names no line of buggy_procedure.sql once"),
+        ('{"edits": [{"line": 1, "old": "CREATE', 'line edits are not JSON of the form {"edits": [...]}'),
+    ],
+)
+def test_b3_malformed_line_edits_fail_naming_the_task(pg_engine, built, submission, reason):
+    from plbench.procedures.rows import grade_row
+
+    row = _b3_row(built)
+    graded = grade_row(pg_engine, row, submission)
+    assert not graded.passed and graded.category == "invalid_artifact"
+    assert graded.detail.startswith(f"{row.task_id}: ") and reason in graded.detail, graded.detail

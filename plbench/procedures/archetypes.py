@@ -49,7 +49,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     return sqlglot.parse_one(text, read=PROCEDURE_TEXT[dialect].sqlglot)
 
 
-def _main_table(lifted: Lifted) -> exp.Table:
+def main_table(lifted: Lifted) -> exp.Table:
     tree = lifted.trees["postgres"]
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     return select.args["from_"].this
@@ -122,7 +122,7 @@ def _common_lines(lifted: Lifted, writes: str) -> list[str]:
 
 
 def build_result_table(lifted: Lifted, output: list[OutputColumn], taken: set[str], seq: str) -> Seed:
-    main = _main_table(lifted).name
+    main = main_table(lifted).name
     table = _free_name(f"{main}_report", taken)
     columns = _result_columns(output)
     delete, insert = _replace_rows(lifted, table, [c for c, _ in columns])
@@ -159,7 +159,7 @@ def _single_aggregate(lifted: Lifted) -> bool:
 def build_summary_row(lifted: Lifted, output: list[OutputColumn], taken: set[str], seq: str) -> Seed:
     if not _single_aggregate(lifted):
         raise LiftError("not_applicable", "summary_row needs a single aggregate without GROUP BY")
-    main = _main_table(lifted).name
+    main = main_table(lifted).name
     table = _free_name(f"{main}_summary", taken)
     value_types = _result_columns(output)[0][1]
     args = [(f"arg_{p.name.removeprefix('para_')}", p.type) for p in lifted.params]
@@ -189,7 +189,7 @@ def build_status_update(lifted: Lifted, output: list[OutputColumn], taken: set[s
         raise LiftError("not_applicable", "status_update needs one table and a WHERE clause")
     if tree.args.get("group") or any(isinstance(e.unalias(), exp.AggFunc) for e in tree.expressions):
         raise LiftError("not_applicable", "status_update needs a row-level query")
-    main = _main_table(lifted)
+    main = main_table(lifted)
     trees, setup = {}, {}
     for d in lifted.trees:
         source = lifted.trees[d]
@@ -231,7 +231,7 @@ def build_raise_missing(lifted: Lifted, output: list[OutputColumn], taken: set[s
         CountInto("v_matches", counts),
         IfElse("v_matches = 0", (Raise("no_match", message),), report.procedure.body),
     )
-    proc = Procedure(f"sp_checked_report_{_main_table(lifted).name}"[:60], lifted.params, body, counters=("v_matches",))
+    proc = Procedure(f"sp_checked_report_{main_table(lifted).name}"[:60], lifted.params, body, counters=("v_matches",))
     codes = ERROR_CODES["no_match"]
     table = report.writes[0]
     lines = list(report.requirement_lines[:3]) + [

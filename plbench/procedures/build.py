@@ -6,6 +6,8 @@ named by the adapter's check (`<scenario>_<check>`); seeds themselves reconcile 
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 from plbench.normalize.emit import NormalizedDatabase
@@ -23,18 +25,23 @@ class DatabaseProcedures:
     rejections: list[Rejection] = field(default_factory=list)  # scenario-level
 
 
-def seed_tasks(ctx: AdapterContext, scenarios=None) -> tuple[list[ScenarioTask], list[Rejection]]:
-    """Every adapter's tasks for one seed, each through its adapter's acceptance check."""
-    tasks, rejections = [], []
+def seed_tasks(ctx: AdapterContext, scenarios=None, tried: Counter | None = None):
+    """Every adapter's tasks for one seed, each through its adapter's acceptance check; `tried` counts the
+    database's seeds each adapter was tried on, not_applicable ones aside (its MAX_PER_DATABASE caps them)."""
+    tasks, rejections, tried = [], [], Counter() if tried is None else tried
     for name, adapter in ADAPTERS.items():
         if scenarios is not None and name not in scenarios:
             continue
         try:
+            if tried[name] >= getattr(adapter, "MAX_PER_DATABASE", tried[name] + 1):
+                raise AdapterRejected("database_cap", f"{name} was tried on {tried[name]} seeds of {ctx.pg_db.name}")
+            tried[name] += 1
             made = adapter.build(ctx)
             for task in made:
                 adapter.check(task, ctx)
             tasks += made
         except AdapterRejected as exc:
+            tried[name] -= exc.check == "not_applicable"
             rejections.append(
                 Rejection(SUBSET, ctx.seed.seed_id, f"scenario_{name}", f"{name}_{exc.check}", exc.detail[:1000])
             )
@@ -48,16 +55,34 @@ def database_procedures(
     large = too_large(pg_db, equivalence)
     if large is not None:
         return DatabaseProcedures(large)
-    with workspaces(engine, pg_db) as (workspace, shuffled):
-        out = DatabaseProcedures(seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence))
+    with workspaces(engine, pg_db) as (workspace, shuffled), scaled_copies(engine, pg_db) as scaled:
+        out, tried = DatabaseProcedures(seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)), Counter()
         for validated in out.seeds.seeds:
-            ctx = context(validated, pg_db, oracle_db, workspace, frozenset({engine.dialect}))
-            tasks, rejections = seed_tasks(ctx, scenarios)
+            ctx = context(validated, pg_db, oracle_db, workspace, frozenset({engine.dialect}), scaled)
+            tasks, rejections = seed_tasks(ctx, scenarios, tried)
             out.tasks += tasks
             out.rejections += rejections
     return out
 
 
-def context(validated: ValidatedSeed, pg_db, oracle_db, workspace: Workspace, executed: frozenset) -> AdapterContext:
+def context(
+    validated: ValidatedSeed, pg_db, oracle_db, workspace: Workspace, executed: frozenset, scaled=None
+) -> AdapterContext:
     """What the adapters see; `executed`: the dialects whose engine runs in this build."""
-    return AdapterContext(validated, pg_db, oracle_db, workspace, validated.suite.to_json(validated.seed), executed)
+    suite = validated.suite.to_json(validated.seed)
+    return AdapterContext(validated, pg_db, oracle_db, workspace, suite, executed, scaled=scaled)
+
+
+@contextlib.contextmanager
+def scaled_copies(engine, pg_db: NormalizedDatabase):
+    """`scaled({table: times})`: one more workspace of the database, opened on first use, re-scaled per ask."""
+    with contextlib.ExitStack() as stack:
+        held: list[Workspace] = []
+
+        def scaled(scale: dict[str, int]) -> Workspace:
+            if not held:
+                held.append(Workspace(stack.enter_context(engine.session(reads=(pg_db.schema_name,))), pg_db))
+            held[0].rescale(scale)
+            return held[0]
+
+        yield scaled

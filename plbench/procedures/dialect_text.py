@@ -32,6 +32,8 @@ class ProcedureText:
     text_type: str
     integer_type: str
     todo: str  # {text}: a region left for the solver to write
+    row_loop: str  # {row} {query} {body}: one statement per row of a query (B2's slow baselines)
+    row_id: str  # the pseudo-column that addresses one stored row
 
 
 # The one defined error every archetype raises: a parameter that matches nothing. PostgreSQL lets a
@@ -79,6 +81,9 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         text_type="text",
         integer_type="bigint",
         todo="-- TODO: {text}",
+        # the loop variable needs a declaration: a block of its own keeps it out of the procedure's
+        row_loop="DECLARE\n  {row} record;\nBEGIN\n  FOR {row} IN {query} LOOP\n    {body}\n  END LOOP;\nEND;",
+        row_id="ctid",
     ),
     "oracle": ProcedureText(
         sqlglot="oracle",
@@ -100,6 +105,8 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         text_type="VARCHAR2(4000)",
         integer_type="NUMBER",
         todo="NULL; -- TODO: {text}",  # a PL/SQL block needs a statement
+        row_loop="FOR {row} IN ({query}) LOOP\n  {body}\nEND LOOP;",  # a cursor FOR loop declares its record
+        row_id="ROWID",
     ),
 }
 

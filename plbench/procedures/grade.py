@@ -10,6 +10,7 @@ sides' rows of that table (the reference rerun in another fresh workspace).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,6 +37,7 @@ class Grade:
     call_verdicts: list[str] = field(default_factory=list)  # "pass" / "fail" per call
     detail: str = ""
     category: str | None = None
+    metrics: dict = field(default_factory=dict)  # a scenario's measurements (B2: speedups and work counters)
 
 
 def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
@@ -82,8 +84,13 @@ def _first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, 
 
 def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
     """Install `candidate` in a fresh workspace and run the task's calls (see the module docstring)."""
-    with engine.session(reads=(task.db.schema_name,)) as session, engine.session(reads=(task.db.schema_name,)) as ref:
-        return grade_in(Workspace(session, task.db), task, candidate, lambda: Workspace(ref, task.db))
+    reads = (task.db.schema_name,)
+    with engine.session(reads=reads) as session, contextlib.ExitStack() as later:
+
+        def reference_workspace() -> Workspace:  # only a failure's detail needs one
+            return Workspace(later.enter_context(engine.session(reads=reads)), task.db)
+
+        return grade_in(Workspace(session, task.db), task, candidate, reference_workspace)
 
 
 def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, reference_workspace=None) -> Grade:

@@ -63,6 +63,22 @@ class Todo:
 
 
 @dataclass(frozen=True)
+class RowLoop:
+    """One DML statement per row of a query, the row in `row`: what B2's slow baselines do instead of one
+    set-based statement (a tree of the query and one of the statement per dialect)."""
+
+    trees: dict[str, exp.Expression]
+    inner: dict[str, exp.Expression]
+    row: str
+
+    def render(self, dialect: str) -> str:
+        text = PROCEDURE_TEXT[dialect]
+        body = self.inner[dialect].sql(dialect=text.sqlglot) + ";"
+        query = self.trees[dialect].sql(dialect=text.sqlglot)
+        return text.row_loop.format(row=self.row, query=query, body=body)
+
+
+@dataclass(frozen=True)
 class IfElse:
     condition: str  # dialect-neutral: a comparison of a local variable with a number
     then: tuple
@@ -142,7 +158,7 @@ class Procedure:
         """The dialects every statement has a tree for."""
         have = set(PROCEDURE_TEXT)
         for s in walk(self.body):
-            if isinstance(s, (Sql, CountInto)):
+            if isinstance(s, (Sql, CountInto, RowLoop)):
                 have &= set(s.trees)
         return tuple(sorted(have))
 

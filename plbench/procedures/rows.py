@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 from plbench.normalize.emit import schema_name
-from plbench.procedures.grade import Grade, ProcedureTask, grade
+from plbench.procedures.grade import Grade, ProcedureTask
+from plbench.procedures.scenarios import grade_submission
 from plbench.procedures.seeds import SUBSET
 from plbench.procedures.tasks import ScenarioTask
 from plbench.procedures.workspace import DatabaseCopy
@@ -80,8 +81,9 @@ def grading_task(row: TaskRow, db: DatabaseCopy) -> ProcedureTask:
 
 
 def grade_row(engine, row: TaskRow, candidate: str) -> Grade:
-    """Grade a candidate against a released procedures row on its loaded database."""
+    """Grade a candidate (for B3 also line edits) against a released procedures row on its loaded database."""
     schema = schema_name("spider1", row.database)
     with engine.session(reads=(schema,)) as session:
         db = DatabaseCopy.introspect(session, schema)
-    return grade(engine, grading_task(row, db), candidate)
+    materials, suite = json.loads(row.materials or "{}"), json.loads(row.call_suite)
+    return grade_submission(engine, grading_task(row, db), row.scenario, materials, suite, candidate)

@@ -8,6 +8,7 @@ recorded as not_run (no Oracle execution without a server).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from plbench.dialects.static_checks import check_block_structure
@@ -67,6 +68,8 @@ class AdapterContext:
     suite_json: dict = field(default_factory=dict)
     executed: frozenset[str] = frozenset()  # the dialects with an engine in this build (their code runs)
     verdicts: dict[str, str] = field(default_factory=dict)  # procedure text -> fails() answer
+    # a workspace of the same database with tables repeated as asked ({table: times}), for timing (B2)
+    scaled: Callable[[dict[str, int]], Workspace] | None = None
 
     def runs(self, target: str) -> bool:
         """Whether code in the `target` dialect runs in this build."""

@@ -110,43 +110,45 @@ class Workspace:
         self.db = db if isinstance(db, DatabaseCopy) else DatabaseCopy.of(db)
         self.schema = session.schema
         self.tables = list(self.db.tables)
-        self._copy(shuffled)
-
-    def _copy(self, shuffled: bool) -> None:
-        source = _quoted_identifier(self.db.schema_name)
+        self.scale: dict[str, int] = {}
         for table in self.tables:
-            order = " ORDER BY pg_catalog.md5(src::text) DESC" if shuffled else ""
-            statement = (
-                f"CREATE TABLE {table} (LIKE {source}.{table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
-                f"INCLUDING INDEXES); INSERT INTO {table} SELECT * FROM {source}.{table} AS src{order}"
-            )
-            result = self.session.execute(statement)
-            if not result.ok:
-                raise RuntimeError(f"{self.db.key}: cannot copy table {table}: {result.error}")
+            self._copy(table, shuffled, 1)
+
+    def _copy(self, table: str, shuffled: bool, times: int) -> None:
+        source = _quoted_identifier(self.db.schema_name)
+        order = " ORDER BY pg_catalog.md5(src::text) DESC" if shuffled else ""
+        # repeated rows cannot keep the unique indexes
+        indexes, repeat = ("", f", pg_catalog.generate_series(1, {times})") if times > 1 else (" INCLUDING INDEXES", "")
+        statement = (
+            f"CREATE TABLE {table} (LIKE {source}.{table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS{indexes}); "
+            f"INSERT INTO {table} SELECT src.* FROM {source}.{table} AS src{repeat}{order}"
+        )
+        result = self.session.execute(statement)
+        if not result.ok:
+            raise RuntimeError(f"{self.db.key}: cannot copy table {table}: {result.error}")
+
+    def rescale(self, scale: dict[str, int]) -> None:
+        """Make each table of `scale` hold its rows that many times over (B2's timing copy), every other
+        table its rows once; only the tables whose factor changes are copied again."""
+        wanted = {t: n for t, n in scale.items() if n > 1}
+        for table in sorted(set(self.scale) | set(wanted)):
+            if self.scale.get(table, 1) != wanted.get(table, 1):
+                self.session.execute(f"DROP TABLE {table}")
+                self._copy(table, False, wanted.get(table, 1))
+        self.scale = wanted
 
     def state_query(self, tables: list[str]) -> str:
-        """One statement reading (rows, hash) of every table, and the tables that are no longer plain."""
-        schema = _quoted_identifier(self.schema)
-        parts = [
-            f"SELECT {sql.Literal(t.strip(chr(34))).as_string(None)}, pg_catalog.count(*), "
-            f"pg_catalog.sum(pg_catalog.hash_record_extended(r, 0)) FROM {schema}.{t} AS r"
-            for t in tables
-        ]
-        tampered = (
-            f"SELECT c.relname::text, -1, NULL::numeric FROM pg_catalog.pg_class c WHERE c.relnamespace = "
-            f"{sql.Literal(self.schema).as_string(None)}::regnamespace AND c.relname = ANY(ARRAY["
-            + ", ".join(sql.Literal(t.strip(chr(34))).as_string(None) for t in tables)
-            + "]) AND (c.relkind <> 'r' OR c.relrowsecurity)"
-        )
-        return " UNION ALL ".join(parts + [tampered])
+        return state_query(self.schema, tables)
 
     def call(self, call: str, state_query: str, unchanged: dict | None = None) -> CallResult:
-        """One call and the state it leaves, in one round trip (both are the harness's text); tables the
-        query does not read keep their state in `unchanged`. When the call fails, or the state read does,
-        the call gets the error and its work is undone, as if it had raised it: a call gains nothing so,
-        since it could raise any SQLSTATE itself; the state is then read alone."""
-        done, read = self.session.execute_own(f"{call}; {state_query}")
-        state = {**(unchanged or {}), **(_state(read) if read is not None else self._own_state(state_query))}
+        """One call and the state it leaves ({} without a `state_query`), in one round trip (both are the
+        harness's text); tables the query does not read keep their state in `unchanged`. When the call
+        fails, or the state read does, the call gets the error and its work is undone, as if it had raised
+        it: a call gains nothing so, since it could raise any SQLSTATE itself; the state is then read alone."""
+        done, read = self.session.execute_own(f"{call}; {state_query}" if state_query else call)
+        state = {}
+        if state_query:
+            state = {**(unchanged or {}), **(_state(read) if read is not None else self._own_state(state_query))}
         return CallResult(call, _code(done), done.error.message if done.error else "", tuple(done.lines), state)
 
     def _own_state(self, state_query: str) -> dict[str, tuple[int, str]]:
@@ -172,12 +174,13 @@ class Workspace:
         extra_tables: tuple[str, ...] = (),
         inspect: Callable[[int, CallResult], bool] | None = None,
         start: Callable[[], None] | None = None,
+        states: bool = True,
         written: tuple[str, ...] | None = None,
     ) -> Trace:
         """Run the procedure's calls from the initial state (the copy plus `setup`), then restore it.
 
         `inspect(index, result)` sees each call's result while its state is still live; False stops the run.
-        `start()` sees the initial state, before the first call.
+        `start()` sees the initial state, before the first call. Without `states`, no state is read (timing).
         `written`: the only tables the procedure can change, when that is known (the build's own procedures,
         see suites.run_seed); after each call only they are read, every other table keeps its initial state.
         """
@@ -188,8 +191,9 @@ class Workspace:
             if why := self._install(setup, procedure):
                 trace.install_error = why
                 return trace
-            trace.initial = self._own_state(self.state_query(tables))
-            state_query = self.state_query([t for t in tables if written is None or t in written])
+            trace.initial = self._own_state(self.state_query(tables)) if states else {}
+            changing = [t for t in tables if written is None or t in written]
+            state_query = self.state_query(changing) if states else ""
             if start is not None:
                 start()
             for index, call in enumerate(calls):
@@ -200,6 +204,23 @@ class Workspace:
             return trace
         finally:
             self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+
+
+def state_query(schema: str, tables: list[str]) -> str:
+    """One statement reading (rows, hash) of every table of `schema`, and the tables no longer plain."""
+    quoted = _quoted_identifier(schema)
+    parts = [
+        f"SELECT {sql.Literal(t.strip(chr(34))).as_string(None)}, pg_catalog.count(*), "
+        f"pg_catalog.sum(pg_catalog.hash_record_extended(r, 0)) FROM {quoted}.{t} AS r"
+        for t in tables
+    ]
+    tampered = (
+        f"SELECT c.relname::text, -1, NULL::numeric FROM pg_catalog.pg_class c WHERE c.relnamespace = "
+        f"{sql.Literal(schema).as_string(None)}::regnamespace AND c.relname = ANY(ARRAY["
+        + ", ".join(sql.Literal(t.strip(chr(34))).as_string(None) for t in tables)
+        + "]) AND (c.relkind <> 'r' OR c.relrowsecurity)"
+    )
+    return " UNION ALL ".join(parts + [tampered])
 
 
 def _state(result) -> dict[str, tuple[int, str]]:

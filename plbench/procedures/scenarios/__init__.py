@@ -1,5 +1,27 @@
-"""Scenario adapters, one module each: `build(ctx)` makes a seed's tasks, `check(task, ctx)` is its acceptance check."""
+"""Scenario adapters, one module each: `build(ctx)` makes a seed's tasks, `check(task, ctx)` is its acceptance check.
 
-from plbench.procedures.scenarios import a1, a2, a3, a4, a5, b1, b3, b4, c1, c2
+Two adapters also shape grading (`grade_submission`): B3 takes line edits as well as a whole procedure
+(`b3.submitted`), B2 times a candidate that passes against the reference and the baseline (`b2.timed_grade`).
+"""
 
-ADAPTERS = {module.SCENARIO: module for module in (a1, b1, b3, b4, c1, c2, a3, a4, a5, a2)}
+from plbench.diagnostics import INVALID_ARTIFACT
+from plbench.procedures.grade import Grade, ProcedureTask, grade
+from plbench.procedures.scenarios import a1, a2, a3, a4, a5, b1, b2, b3, b4, c1, c2
+
+ADAPTERS = {module.SCENARIO: module for module in (a1, b1, b2, b3, b4, c1, c2, a3, a4, a5, a2)}
+
+
+def grade_submission(
+    engine, task: ProcedureTask, scenario: str, materials: dict, suite: dict, submission: str
+) -> Grade:
+    """Grade a submission to a task of `scenario` (materials and call suite as the release row holds them)."""
+    if scenario == b3.SCENARIO:
+        try:
+            submission = b3.submitted(task.task_id, materials, submission)
+        except b3.LineEditError as exc:
+            return Grade(False, ["fail"] * len(task.calls), str(exc), INVALID_ARTIFACT)
+    graded = grade(engine, task, submission)
+    if "performance" in suite and graded.passed:
+        baseline = materials["current_procedure.sql"]
+        return b2.timed_grade(engine, task, suite["performance"], baseline, submission, graded)
+    return graded

@@ -4,9 +4,17 @@
 first diverging call of the logic flip alone, graded like a candidate. Oracle tasks carry the logic flip
 only (no Oracle server compiles here), with the behaviour observed on the PostgreSQL twin.
 Check: the buggy code fails (does not install, or diverges) and the reference passes.
+
+A submission is either a whole procedure or line edits of `buggy_procedure.sql` (`submitted`), as JSON:
+`{"edits": [{"line": 3, "old": "<line 3 as it is>", "new": "<its replacement>"}, ...]}`. Lines count from
+1 in the buggy code; every edit names a line of it (each line at most once) and repeats its text in `old`,
+so a misplaced edit is refused rather than applied; `new` may hold several lines, or be null to delete
+the line. A malformed submission fails the task with a detail naming it and what is wrong.
 """
 
 from __future__ import annotations
+
+import json
 
 from plbench.procedures.grade import ProcedureTask, grade_in
 from plbench.procedures.mutants import boundary_shift, relational_flip, swap_if
@@ -89,3 +97,30 @@ def check(task: ScenarioTask, ctx: AdapterContext) -> None:
             raise AdapterRejected("buggy_code_passes", "the buggy code reproduces the call suite")
         if ctx.fails(task.reference_code):
             raise AdapterRejected("reference_fails", ctx.fails(task.reference_code))
+
+
+class LineEditError(ValueError):
+    """Line edits that cannot be applied; the message names the task and the reason."""
+
+
+def submitted(task_id: str, materials: dict[str, str], submission: str) -> str:
+    """The procedure a submission stands for: itself, or the buggy code with its line edits applied."""
+    if not submission.lstrip().startswith("{"):
+        return submission
+    try:
+        edits = json.loads(submission)["edits"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LineEditError(f'{task_id}: line edits are not JSON of the form {{"edits": [...]}} ({exc})') from exc
+    lines = materials["buggy_procedure.sql"].split("\n")
+    replaced: dict[int, str | None] = {}
+    for n, edit in enumerate(edits if isinstance(edits, list) else [None], start=1):
+        line = edit.get("line") if isinstance(edit, dict) else None
+        if not isinstance(line, int) or not 1 <= line <= len(lines) or line in replaced:
+            raise LineEditError(f"{task_id}: edit {n} names no line of buggy_procedure.sql once: {edit!r}")
+        if edit.get("old") != lines[line - 1]:
+            raise LineEditError(f"{task_id}: edit {n}: line {line} is {lines[line - 1]!r}, not {edit.get('old')!r}")
+        if edit.get("new") is not None and not isinstance(edit["new"], str):
+            raise LineEditError(f"{task_id}: edit {n}: new must be text or null, not {edit['new']!r}")
+        replaced[line] = edit.get("new")
+    kept = [replaced.get(i, text) for i, text in enumerate(lines, start=1)]
+    return "\n".join(text for text in kept if text is not None)
