@@ -16,6 +16,7 @@ from plbench.normalize.emit import normalize
 from plbench.normalize.load import load_postgres
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.spider import gold
+from plbench.spider.spider2_tasks import transpile_gold
 
 SCHEMA = """
 CREATE TABLE singer (Singer_ID INTEGER PRIMARY KEY, Name TEXT, Age INTEGER, Country TEXT, Net_Worth REAL,
@@ -284,6 +285,25 @@ def test_full_transpile_maps_names_and_parses_in_oracle(tiny):
     oracle = gold.transpile(sql, ora, "oracle")
     assert "SINGER T2" in oracle and "'France'" in oracle
     assert sqlglot.parse_one(oracle, read="oracle") is not None
+
+
+def test_oracle_writes_except_as_minus_and_quotes_a_name_oracle_does_not_take_unquoted(tiny):
+    """Oracle 19c has no EXCEPT, and an unquoted name cannot start with `_` (plbench.dialects.oracle.PlbenchOracle):
+    MINUS, and the name folded and quoted as the normalized schema spells such names."""
+    _, pg, ora = tiny
+    minus = "SELECT Name FROM singer EXCEPT SELECT Name FROM singer WHERE Age > 40"
+    oracle_minus = "SELECT NAME FROM SINGER MINUS SELECT NAME FROM SINGER WHERE AGE > 40"
+    assert gold.transpile(minus, ora, "oracle") == oracle_minus
+    assert gold.transpile(minus, pg) == "SELECT name FROM singer EXCEPT SELECT name FROM singer WHERE age > 40"
+    total = "SELECT Country, sum(Age) AS _sum FROM singer GROUP BY Country ORDER BY _sum"
+    assert gold.transpile(total, ora, "oracle") == (
+        'SELECT COUNTRY, SUM(AGE) AS "_SUM" FROM SINGER GROUP BY COUNTRY ORDER BY "_SUM" NULLS FIRST, '
+        "COUNTRY ASC NULLS FIRST"
+    )
+    assert gold.transpile(total, pg).startswith("SELECT country, SUM(age) AS _sum FROM singer")
+    # Every Oracle transpile goes through the same sqlglot dialect: the Spider 2.0 path too.
+    tree = sqlglot.parse_one("SELECT a AS _x FROM t EXCEPT DISTINCT SELECT a FROM u", read="bigquery")
+    assert transpile_gold(tree, "oracle", ora) == ('SELECT a AS "_X" FROM t MINUS SELECT a FROM u', "")
 
 
 def test_has_outer_order():

@@ -336,3 +336,28 @@ def test_table_names_are_checked_apart_from_their_statements():
         "CREATE TABLE plb_table (\n  A NUMBER\n);",
         'CREATE TABLE plb_names (\nT_2017 NUMBER,\n"t 2018" NUMBER\n);',
     ]
+
+
+def test_oracle_set_difference_and_underscore_names_as_emitted_parse(grammar, tmp_path):
+    """The reference blocks over the transpiler's Oracle text for EXCEPT (MINUS) and for a name starting
+    with `_` (quoted) parse; the same blocks with sqlglot's own Oracle spellings (EXCEPT, `_sum`) do not."""
+    from plbench.spider import gold
+
+    db = _database(tmp_path, "shop", "CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT, price REAL);")
+    queries = {
+        "minus": ("SELECT name FROM item EXCEPT SELECT name FROM item WHERE price > 3", ["text"], "MINUS", "EXCEPT"),
+        "underscore": (
+            "SELECT t.name FROM (SELECT name, sum(price) AS _sum FROM item GROUP BY name) AS t WHERE t._sum > 1",
+            ["text"],
+            '"_SUM"',
+            "_sum",
+        ),
+    }
+    statements = {}
+    for name, (sql, kinds, emitted, sqlglots) in queries.items():
+        block = reference_block("oracle", gold.transpile(sql, db, "oracle"), kinds, db.ddl_text())
+        assert emitted in block
+        statements |= {f"emitted:{name}": block, f"sqlglot oracle:{name}": block.replace(emitted, sqlglots)}
+    check = check_statements(statements)
+    assert check.ran, check.reason
+    assert sorted(check.failed()) == ["sqlglot oracle:minus", "sqlglot oracle:underscore"]

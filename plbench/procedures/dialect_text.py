@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plbench.dialects import DIALECTS
+
 
 @dataclass(frozen=True)
 class ProcedureText:
@@ -57,7 +59,7 @@ _PG_DOLLAR = "$plb$"
 
 PROCEDURE_TEXT: dict[str, ProcedureText] = {
     "postgres": ProcedureText(
-        sqlglot="postgres",
+        sqlglot=DIALECTS["postgres"].sqlglot_name,
         counter_type="bigint",
         create=(
             "CREATE PROCEDURE {name}{param_list}\nLANGUAGE plpgsql\nAS "
@@ -86,7 +88,7 @@ PROCEDURE_TEXT: dict[str, ProcedureText] = {
         row_id="ctid",
     ),
     "oracle": ProcedureText(
-        sqlglot="oracle",
+        sqlglot=DIALECTS["oracle"].sqlglot_name,
         counter_type="NUMBER",
         create="CREATE OR REPLACE PROCEDURE {name}{param_list}\nIS\n{declarations}BEGIN\n{body}\nEND {name};",
         empty_params="",  # Oracle refuses empty parentheses

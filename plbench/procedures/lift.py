@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
+from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedColumn, NormalizedDatabase, NormalizedTable
 
 MAX_PARAMS = 3
@@ -136,7 +137,7 @@ def _oracle_side(
     """The Oracle tree with the same comparisons lifted, names per parameter, or why not."""
     if not oracle_sql or oracle_db is None:
         return None, {}, "no Oracle text of the gold query"
-    tree = sqlglot.parse_one(oracle_sql, read="oracle")
+    tree = sqlglot.parse_one(oracle_sql, read=DIALECTS["oracle"].sqlglot_name)
     found = {}
     for literal, table, column in _liftable(tree, oracle_db):
         key = (column.source.name.lower(), _value(literal, column.source.family))
@@ -162,7 +163,7 @@ def lift(
     oracle_db: NormalizedDatabase | None,
 ) -> Lifted:
     """The gold query with its liftable literals as parameters; LiftError when it has none (or too many)."""
-    tree = sqlglot.parse_one(postgres_sql, read="postgres")
+    tree = sqlglot.parse_one(postgres_sql, read=DIALECTS["postgres"].sqlglot_name)
     found = _liftable(tree, pg_db)
     if not found:
         raise LiftError("no_liftable_literal", "no literal compared with a column in a WHERE clause")

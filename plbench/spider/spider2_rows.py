@@ -10,6 +10,7 @@ import time
 import sqlglot
 
 from plbench.config import BuildConfig
+from plbench.dialects import DIALECTS
 from plbench.records import Rejection
 from plbench.spider.output_format import type_class
 from plbench.spider.plsql_tasks import (
@@ -170,7 +171,7 @@ def _required_in_target_names(task, db: DatabaseReport) -> dict:
 
 def _gold_ordered(gold: str, dialect: str) -> bool:
     try:
-        trees = sqlglot.parse(gold, read=dialect)
+        trees = sqlglot.parse(gold, read=DIALECTS[dialect].sqlglot_name)
     except sqlglot.errors.SqlglotError:
         return False
     return bool(trees) and trees[-1] is not None and trees[-1].args.get("order") is not None

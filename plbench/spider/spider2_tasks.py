@@ -29,6 +29,7 @@ from sqlglot.errors import ErrorLevel
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
+from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedDatabase, normalize
 from plbench.normalize.schema import SourceDatabase
 from plbench.records import Rejection
@@ -307,16 +308,16 @@ def retarget(tree: exp.Expression, normalized: NormalizedDatabase) -> exp.Expres
 
 def transpile_gold(tree: exp.Expression, dialect: str, normalized: NormalizedDatabase) -> tuple[str, str]:
     """(text, what sqlglot says the target does not support ('' when nothing))."""
-    target = retarget(tree, normalized)
+    target, write = retarget(tree, normalized), DIALECTS[dialect].sqlglot_name
     try:
-        return target.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE), ""
+        return target.sql(dialect=write, unsupported_level=ErrorLevel.RAISE), ""
     except sqlglot.errors.UnsupportedError as exc:
-        return target.sql(dialect=dialect, unsupported_level=ErrorLevel.IGNORE), f"unsupported in {dialect}: {exc}"
+        return target.sql(dialect=write, unsupported_level=ErrorLevel.IGNORE), f"unsupported in {dialect}: {exc}"
 
 
 def oracle_parses(text: str) -> bool:
     try:
-        return bool(sqlglot.parse(text, read="oracle"))
+        return bool(sqlglot.parse(text, read=DIALECTS["oracle"].sqlglot_name))
     except sqlglot.errors.SqlglotError:
         return False
 

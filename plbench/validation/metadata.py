@@ -33,6 +33,8 @@ from collections import Counter
 import sqlglot
 from sqlglot import exp
 
+from plbench.dialects import DIALECTS
+
 CONSTRUCT_PATTERNS = {
     "anonymous_block": r"\A\s*(DO\b|DECLARE\b|BEGIN\b)",  # the code itself is a block
     "function": r"\bFUNCTION\s+[\w\".]+\s*(\(|RETURN)",
@@ -150,7 +152,7 @@ def referenced_schema(code: str, dialect: str) -> tuple[set[str], set[str], list
     tables, columns, errors = set(), set(), []
     for query in embedded_queries(code):
         try:
-            tree = sqlglot.parse_one(query, read=dialect)
+            tree = sqlglot.parse_one(query, read=DIALECTS[dialect].sqlglot_name)
         except sqlglot.errors.SqlglotError as exc:
             errors.append(f"{query[:60]!r}: {str(exc)[:120]}")
             continue
