@@ -319,6 +319,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pipelines.resources import open_engines
     from plbench.engines.base import EngineUnavailable
     from plbench.evaluate import read_release, read_solutions, run_candidates
+    from plbench.grading.episodes import episodes_of
     from plbench.grading.results import ResultLog, markdown, summarize, summary_line, write_results
 
     with contextlib.ExitStack() as stack:
@@ -346,7 +347,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             )
             return 1
     rows = log.all_rows()
-    summary = summarize([r for r in rows if r["subset"] is not None])
+    summary = summarize([r for r in rows if r["subset"] is not None], episodes_of(release.tasks))
     write_results(out, rows, markdown(summary, release.name, solutions.name))
     for key, s in summary.items():
         print(summary_line(key, s))

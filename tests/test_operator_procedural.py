@@ -4,6 +4,7 @@ per round; the gates' rejections (a rule that changes nothing, a clause that doe
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,11 @@ import pytest
 from plbench.operators.framework import Ledger
 from plbench.operators.procedural_ile import ProcedureRuleProposer, ProcEnv, enhance, touched
 from plbench.operators.procedural_rules import BY_ID, TEMPLATES, Change, ProcedureRule, RuleContext, apply
+from plbench.operators.procedural_stage import database_ile, ile_rows, multiturn_rows
+from plbench.procedures.grade import grade
+from plbench.procedures.rows import grading_task
 from plbench.procedures.seeds import database_seeds, workspaces
+from plbench.procedures.workspace import DatabaseCopy
 from tests.procedure_fixtures import load_fixture
 
 EXPECTED = {  # rule_id -> (seed, clause, PostgreSQL code, Oracle code)
@@ -331,3 +336,49 @@ def test_a_rule_that_changes_nothing_and_a_misaligned_clause_are_rejected(seeds,
     assert verdicts == [("same", "rejected", "changes_nothing"), ("unnamed", "rejected", "clause_misaligned")]
     misaligned = next(e for e in ledger.entries if e.rule_id == "unnamed")
     assert "['2', 'orders_audit', 'procedure_name', 'row_count', 'sp_report_orders']" in misaligned.detail
+
+
+@pytest.fixture(scope="module")
+def database(pg_engine, fixture, seeds):
+    chosen = [seeds["procfix/train/5/status_update"], seeds["procfix/train/6/raise_missing"]]
+    return database_ile(pg_engine, fixture.pg, fixture.oracle, chosen, ProcedureRuleProposer(), 3)
+
+
+def test_ile_rows_are_procedures_rows_with_their_rounds(database):
+    rows = ile_rows([database], "PostgreSQL 16")
+    assert [(r.task_id, r.dialect, r.subset, r.proposer, r.ile_rounds, r.statements, r.cyclomatic) for r in rows] == [
+        ("procedures_ile/procfix/train/5/status_update", "oracle", "procedures_ile", "deterministic", 3, 10, 4),
+        ("procedures_ile/procfix/train/5/status_update", "postgres", "procedures_ile", "deterministic", 3, 10, 4),
+        ("procedures_ile/procfix/train/6/raise_missing", "oracle", "procedures_ile", "deterministic", 1, 8, 3),
+        ("procedures_ile/procfix/train/6/raise_missing", "postgres", "procedures_ile", "deterministic", 1, 8, 3),
+    ]
+    first = rows[1]
+    assert first.replay_status == "passed" and rows[0].replay_status == "not_run"
+    assert first.notes[-4:] == (
+        "round 0 (seed): 1 statements, cyclomatic 1",
+        "round 1 (threshold_parameter): 4 statements, cyclomatic 2",
+        "round 2 (empty_input_error): 7 statements, cyclomatic 3",
+        "round 3 (audit_row): 10 statements, cyclomatic 4",
+    )
+    assert all(c in first.prompt for c in database.enhanced[0].clauses)
+    assert json.loads(first.signature) == [
+        {"name": "para_score", "type": "bigint"},
+        {"name": "para_max_rows", "type": "bigint"},
+    ]
+    assert database.seeds == len(database.enhanced) + len(database.rejections) == 2
+
+
+def test_multiturn_rows_one_per_turn_and_each_turn_graded_on_its_own_suite(pg_engine, fixture, database):
+    rows = [r for r in multiturn_rows([database], "PostgreSQL 16") if r.dialect == "postgres"]
+    assert [(r.task_id, r.conversation_id, r.turn_index, r.turn_count) for r in rows] == [
+        (f"multiturn/procfix/train/5/status_update/turn{k}", "multiturn/procfix/train/5/status_update", k, 4)
+        for k in range(1, 5)
+    ]
+    assert rows[1].prompt.startswith("Update the procedure you wrote in turn 1 so that it also does the following")
+    assert database.enhanced[0].clauses[0] in rows[1].prompt and database.enhanced[0].clauses[1] not in rows[1].prompt
+    assert [r.reason_code for r in database.multiturn_rejections] == ["too_few_turns"]  # raise_missing: one round
+    db = DatabaseCopy.of(fixture.pg)
+    for previous, turn in zip(rows, rows[1:]):
+        assert grade(pg_engine, grading_task(turn, db), turn.reference_code).passed
+        failed = grade(pg_engine, grading_task(turn, db), previous.reference_code)
+        assert not failed.passed and failed.detail  # the previous turn's procedure does not do the update

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from plbench.diagnostics import REFERENCE_ERROR
+from plbench.grading.episodes import episode_metrics
 
 NOT_GRADED = "not_graded"  # no verdict on the code: unknown task or dialect, no engine; outside the scores
 EXCLUDED = (REFERENCE_ERROR, NOT_GRADED)
@@ -82,10 +83,11 @@ class ResultLog:
         self._file.close()
 
 
-def summarize(rows: list[dict]) -> dict:
+def summarize(rows: list[dict], episodes: dict[str, tuple[str, int]] | None = None) -> dict:
     """Mean Test Pass@1 and Suite Pass@1 per subset and dialect (reference errors and rows not graded
     left out). A task's share is the mean over its candidates, so several candidates of one task count
-    as one task, each candidate once."""
+    as one task, each candidate once. Tasks that are turns of a conversation (`episodes`: task_id ->
+    (conversation_id, turn_count), plbench.grading.episodes) also give Episode and Turn Suite Pass@1."""
     by_candidate: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         by_candidate[(row["subset"], row["dialect"], row["task_id"], row["candidate"])].append(row)
@@ -100,11 +102,13 @@ def summarize(rows: list[dict]) -> dict:
     summary = {}
     for key in sorted(set(tasks) | set(excluded), key=lambda k: tuple(map(str, k))):
         graded = tasks.get(key, {})
-        shares, suites, categories = [], [], defaultdict(int)
-        for candidates in graded.values():
+        shares, suites, categories, turns = [], [], defaultdict(int), {}
+        for task_id, candidates in graded.items():
             passed = [sum(c["verdict"] == "PASS" for c in cases) / len(cases) for cases in candidates]
             shares.append(sum(passed) / len(passed))
             suites.append(sum(p == 1.0 for p in passed) / len(passed))
+            if task_id in (episodes or {}):
+                turns[task_id] = suites[-1]
             for cases in candidates:
                 failed = [c["category"] for c in cases if c["verdict"] != "PASS"]
                 if failed:
@@ -117,7 +121,7 @@ def summarize(rows: list[dict]) -> dict:
             "mean_test_pass@1": round(sum(shares) / len(shares), 4) if shares else None,
             "suite_pass@1": round(sum(suites) / len(suites), 4) if suites else None,
             "failed_candidates_by_category": dict(sorted(categories.items())),
-        }
+        } | episode_metrics(turns, episodes or {})
     return summary
 
 
@@ -126,7 +130,11 @@ def summary_line(key: str, s: dict) -> str:
         f"{key}: Mean Test Pass@1 {s['mean_test_pass@1']}, Suite Pass@1 {s['suite_pass@1']} "
         f"over {s['tasks']} tasks ({s['candidates']} candidates; {s['reference_errors']} reference errors excluded"
     )
-    return line + (f"; {s['not_graded']} not graded)" if s["not_graded"] else ")")
+    line += f"; {s['not_graded']} not graded)" if s["not_graded"] else ")"
+    if "episodes" in s:
+        line += f"; Episode Pass@1 {s['episode_pass@1']} over {s['episodes']} conversations"
+        line += f", Turn Suite Pass@1 {s['turn_suite_pass@1']}"
+    return line
 
 
 def markdown(summary: dict, release: str, solutions: str) -> str:
@@ -144,6 +152,14 @@ def markdown(summary: dict, release: str, solutions: str) -> str:
         )
     lines += ["", "Failed candidates by their most frequent failure category:", ""]
     lines += [f"- {key}: {s['failed_candidates_by_category'] or 'none'}" for key, s in summary.items()]
+    multiturn = [(key, s) for key, s in summary.items() if "episodes" in s]
+    if multiturn:
+        lines += ["", "Multi-turn subsets (every turn of an episode must pass):", ""]
+        lines += [
+            f"- {key}: Episode Pass@1 {s['episode_pass@1']} over {s['episodes']} conversations, "
+            f"Turn Suite Pass@1 {s['turn_suite_pass@1']}"
+            for key, s in multiturn
+        ]
     return "\n".join(lines) + "\n"
 
 
