@@ -376,7 +376,10 @@ def test_multiturn_rows_one_per_turn_and_each_turn_graded_on_its_own_suite(pg_en
     ]
     assert rows[1].prompt.startswith("Update the procedure you wrote in turn 1 so that it also does the following")
     assert database.enhanced[0].clauses[0] in rows[1].prompt and database.enhanced[0].clauses[1] not in rows[1].prompt
-    assert [r.reason_code for r in database.multiturn_rejections] == ["too_few_turns"]  # raise_missing: one round
+    assert [(r.source_id, r.reason_code) for r in database.multiturn_rejections] == [
+        ("procfix/train/6/raise_missing/turn1", "too_few_turns"),
+        ("procfix/train/6/raise_missing/turn2", "too_few_turns"),
+    ]  # one round: two turns
     db = DatabaseCopy.of(fixture.pg)
     for previous, turn in zip(rows, rows[1:]):
         assert grade(pg_engine, grading_task(turn, db), turn.reference_code).passed

@@ -127,14 +127,17 @@ def _add_tasks(out: DatabaseIle, ctx_of, enhanced: EnhancedSeed) -> None:
         detail = (
             f"{turns} turns (the seed and {enhanced.rounds} accepted rounds); an episode has {MIN_TURNS} to {MAX_TURNS}"
         )
-        out.multiturn_rejections.append(Rejection(MULTITURN, seed_id, "episode", reason, detail))
+        out.multiturn_rejections += _turn_rejections(seed_id, turns, reason, detail)
         return
     try:
         out.turns += episode(ctx_of, enhanced)
     except AdapterRejected as exc:
-        out.multiturn_rejections.append(
-            Rejection(MULTITURN, seed_id, "episode", f"turn_{exc.check}", exc.detail[:1000])
-        )
+        out.multiturn_rejections += _turn_rejections(seed_id, turns, f"turn_{exc.check}", exc.detail)
+
+
+def _turn_rejections(seed_id: str, turns: int, reason: str, detail: str) -> list[Rejection]:
+    """One rejection per turn: a turn is multiturn's input record (input = turns released + rejected)."""
+    return [Rejection(MULTITURN, f"{seed_id}/turn{k}", "episode", reason, detail[:1000]) for k in range(1, turns + 1)]
 
 
 def ile_rows(databases: list[DatabaseIle], engine_version: str | None) -> list[TaskRow]:
@@ -145,7 +148,7 @@ def ile_rows(databases: list[DatabaseIle], engine_version: str | None) -> list[T
         for task in db.tasks:
             e = enhanced[task.seed_id]  # every round keeps the seed's id
             row = task_row(task, engine_version)
-            rows.append(row.with_(subset=SUBSET, proposer=e.proposer, ile_rounds=e.rounds))
+            rows.append(row.with_(subset=SUBSET, source_id=task.seed_id, proposer=e.proposer, ile_rounds=e.rounds))
     return rows
 
 
@@ -154,6 +157,7 @@ def multiturn_rows(databases: list[DatabaseIle], engine_version: str | None) -> 
     return [
         task_row(t.task, engine_version).with_(
             subset=MULTITURN,
+            source_id=f"{t.task.seed_id}/turn{t.turn_index}",
             conversation_id=t.conversation_id,
             turn_index=t.turn_index,
             turn_count=t.turn_count,
