@@ -12,7 +12,7 @@ import pytest
 from plbench.operators.framework import Ledger
 from plbench.operators.procedural_ile import ProcedureRuleProposer, ProcEnv, enhance, touched
 from plbench.operators.procedural_rules import BY_ID, TEMPLATES, Change, ProcedureRule, RuleContext, apply
-from plbench.operators.procedural_stage import database_ile, ile_rows, multiturn_rows
+from plbench.operators.procedural_stage import ProceduralIle, database_ile, ile_rows, multiturn_rows, summary
 from plbench.procedures.grade import grade
 from plbench.procedures.rows import grading_task
 from plbench.procedures.seeds import database_seeds, workspaces
@@ -385,3 +385,22 @@ def test_multiturn_rows_one_per_turn_and_each_turn_graded_on_its_own_suite(pg_en
         assert grade(pg_engine, grading_task(turn, db), turn.reference_code).passed
         failed = grade(pg_engine, grading_task(turn, db), previous.reference_code)
         assert not failed.passed and failed.detail  # the previous turn's procedure does not do the update
+
+
+def test_the_manifest_section_reports_rounds_and_complexity_per_round(database):
+    section = summary(ProceduralIle([database], ("postgres",), "PostgreSQL 16", rounds=3))
+    assert section | {"seconds": 0} == {
+        "seeds": 2,
+        "enhanced": 2,
+        "max_rounds": 3,
+        "rounds": {1: 1, 3: 1},
+        "episodes": 1,
+        "per_round": {
+            "0": {"references": 2, "statements_mean": 3.0, "cyclomatic_mean": 1.5},
+            "1": {"references": 2, "statements_mean": 6.0, "cyclomatic_mean": 2.5},
+            "2": {"references": 1, "statements_mean": 7.0, "cyclomatic_mean": 3.0},
+            "3": {"references": 1, "statements_mean": 10.0, "cyclomatic_mean": 4.0},
+        },
+        "seconds": 0,
+    }
+    assert ProceduralIle([database]).ledger.summary()["ile_procedures"]["accepted"] == 4
