@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from plbench.dialects.oracle_grammar import check_statements
 from plbench.operators.framework import Ledger
 from plbench.operators.procedural_ile import ProcedureRuleProposer, ProcEnv, enhance, touched
 from plbench.operators.procedural_rules import BY_ID, TEMPLATES, Change, ProcedureRule, RuleContext, apply
@@ -404,3 +405,14 @@ def test_the_manifest_section_reports_rounds_and_complexity_per_round(database):
         "seconds": 0,
     }
     assert ProceduralIle([database]).ledger.summary()["ile_procedures"]["accepted"] == 4
+
+
+def test_every_template_oracle_text_parses_with_the_oracle_grammar(seeds, env):
+    texts = {}
+    for rule_id, (seed_id, *_rest) in EXPECTED.items():
+        ctx = RuleContext(seeds[seed_id].seed, env.pg_db, env.oracle_db, env.workspace, 1)
+        texts[rule_id] = apply(BY_ID[rule_id], ctx).seed.procedure.render("oracle")
+    result = check_statements(texts)
+    if not result.ran:
+        pytest.skip(result.reason)
+    assert result.problems == {rule_id: () for rule_id in EXPECTED}
