@@ -277,6 +277,12 @@ def _gold_value(ctx: RuleContext, node: exp.Expression):
     return count_at_gold(ctx, exp.select(node.copy()), scalar=True)
 
 
+def _finite_number(value) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        return False
+    return value == value and abs(value) != float("inf")  # NaN is not equal to itself
+
+
 def _written_number(ctx: RuleContext, families: tuple[str, ...]) -> tuple[int, str, object] | None:
     """(position, target column, value at the gold call or None) of the first number the action writes that
     is a plain column of these families or a scalar subquery (the summary row's aggregate)."""
@@ -287,9 +293,8 @@ def _written_number(ctx: RuleContext, families: tuple[str, ...]) -> tuple[int, s
     for i, e in enumerate(_written(act.trees["postgres"])):
         inner = e.unalias()
         if isinstance(inner, exp.Subquery):
-            value = _gold_value(ctx, inner)
-            fractional = isinstance(value, (float, decimal.Decimal)) and value != int(value)
-            if value is not None and not isinstance(value, bool) and ("integer" not in families) == fractional:
+            value = _gold_value(ctx, inner)  # a number, or NULL, a date, a text ... (then not this rule's)
+            if _finite_number(value) and ("integer" not in families) == (value != int(value)):
                 return i, targets[i], value
         elif isinstance(inner, exp.Column):
             resolved = resolve_column(inner, ctx.pg_db)
