@@ -1,8 +1,8 @@
 """The model side of procedural ILE against the OpenAI-compatible stub on 127.0.0.1 with recorded answers: a good
 rule is accepted (and the judge's verdict counts when one is configured); a rule that changes nothing observable,
-code that never compiles within the repair budget, an answer wrapped in prose, a 500 error and a timeout are each
-recorded as a rejection with its reason; broken code repaired from the diagnostics is accepted; a rebuild with the
-cache sends no request."""
+code that never compiles or never runs within the repair budget, an answer wrapped in prose, a 500 error and a
+timeout are each recorded as a rejection with its reason; broken code repaired from the diagnostics is accepted; a
+rebuild with the cache sends no request."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def answers(validated, env):
     return {
         "good": json.dumps(good),
         "broken": json.dumps(broken),
+        "crashes": json.dumps(good | {"postgres": good["postgres"].replace("COUNT(*) INTO", "COUNT(*) / 0 INTO")}),
         "same": json.dumps(same),
         "prose": "Here is the rule you asked for:\n```json\n" + json.dumps(good) + "\n```",
         "fail500": 500,
@@ -107,6 +108,7 @@ def test_broken_code_is_repaired_from_the_compiler_diagnostics(validated, env, a
     [
         ("same", "changes_nothing", 1, 1),
         ("broken", "does_not_compile", REPAIR_BUDGET, REPAIR_BUDGET),
+        ("crashes", "does_not_run", REPAIR_BUDGET, REPAIR_BUDGET),  # division by zero in every call
         ("prose", "answer_not_json", 1, 1),
         ("fail500", "endpoint_error", 1, 3),  # the client retries twice, then the round is rejected
         ("slow", "endpoint_error", 1, 3),
