@@ -10,6 +10,7 @@ import contextlib
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import BuildConfig
 from plbench.release import PreparedRelease
@@ -33,6 +34,7 @@ def _tasks(prepared: PreparedRelease) -> dict:
     description="Candidate implementations for the crosscheck: `PLBENCH_CROSSCHECK_SOLUTIONS`, else a model "
     "at `PLBENCH_LLM_BASE_URL` / `PLBENCH_LLM_MODEL` (hint level `PLBENCH_LLM_HINT`), else not_run.",
 )
+@content_versioned
 def crosscheck_candidates(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -51,6 +53,7 @@ def crosscheck_candidates(
     kinds={"postgres"},
     description="Python–PL/SQL implementation cross-check: output- and pass/fail-level agreement.",
 )
+@content_versioned
 def crosscheck(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],

@@ -4,6 +4,7 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.stages import (
     Ingested,
@@ -37,6 +38,7 @@ def _raw_asset(subset: str):
         kinds={"python"},
         description=f"The {subset} raw files, checksum-verified, read into typed records.",
     )
+    @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> Ingested | None:
         if subset not in build.subsets:
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
@@ -68,6 +70,7 @@ def selected(*raws: Ingested | None) -> list[Ingested]:
     kinds={"python"},
     description="Test cases: MBPP asserts parsed by AST; MBPP+ inputs run through the sandboxed reference.",
 )
+@content_versioned
 def mbpp_test_cases(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -81,6 +84,7 @@ def mbpp_test_cases(
 
 
 @dg.asset(group_name=GROUP, kinds={"python"}, description="One signature per task, consistent across its test cases.")
+@content_versioned
 def mbpp_signatures(
     context: dg.AssetExecutionContext,
     mbpp_test_cases: StageOutput,
@@ -98,6 +102,7 @@ def mbpp_signatures(
     description="Tasks a constant candidate passes (every case expects one output) get generated inputs, "
     "outputs from the sandboxed reference, or are rejected (constant_result).",
 )
+@content_versioned
 def mbpp_augmented(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -118,6 +123,7 @@ def mbpp_augmented(
     description="Prompt, scaffold, setup DDL (collection and object types, once per element type), "
     "test block and test cases per task and dialect.",
 )
+@content_versioned
 def mbpp_tasks(context: dg.AssetExecutionContext, mbpp_augmented: StageOutput) -> StageOutput:
     out = build_tasks(mbpp_augmented)
     meta = _stage_metadata(out, len(mbpp_augmented.items))

@@ -5,6 +5,7 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import DIALECT_NAMES, BuildConfig, NotConfigured
 from plbench.mbpp.stages import Ingested, StageOutput, build_tasks, replay_stage, roundtrip_stage
@@ -33,6 +34,7 @@ def proposer(build: BuildConfig, llm: LLMResource):
     description="ILE on MBPP: up to N rounds per task, each adding a business rule proven by execution in "
     "the sandbox; the enhanced tasks' artifacts in both dialects, and every proposal with its verdict.",
 )
+@content_versioned
 def mbpp_ile_tasks(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -63,6 +65,7 @@ def mbpp_ile_tasks(
     kinds=set(DIALECT_NAMES),
     description="Replay with mutants and the value round trip of every mbpp_ile task, per dialect.",
 )
+@content_versioned
 def mbpp_ile_validation(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],

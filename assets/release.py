@@ -10,6 +10,7 @@ stops the build before anything is written.
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
 from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
@@ -34,6 +35,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         description="Release rows, rejections, types, databases and manifest of every subset, reconciled, "
         "before writing.",
     )
+    @content_versioned
     def release_tables(
         context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **values
     ) -> PreparedRelease:
@@ -84,6 +86,7 @@ def quality_suites(release_tables: PreparedRelease) -> dg.AssetCheckResult:
     deps=["validation_reports"],  # written first, so a release always has its validation reports
     description="`releases/<version>/`: the release tables as Parquet, `manifest.json`, `README.md`.",
 )
+@content_versioned
 def release(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -95,7 +98,7 @@ def release(
     manifest = prepared.manifest
     context.add_output_metadata(
         {
-            "release_path": str(path),
+            "release_path": dg.MetadataValue.path(str(path)),
             "version": manifest["version"],
             "subsets": dg.MetadataValue.json(manifest["subsets"]),
             "validation": dg.MetadataValue.json(manifest["validation"]),

@@ -11,6 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects import of_dialect
@@ -26,6 +27,7 @@ def _replay_asset(dialect: str):
         kinds={dialect},
         description=f"Replay and mutation checks of every task's {dialect} test block on a real server.",
     )
+    @content_versioned
     def replay(
         context: dg.AssetExecutionContext,
         build: dg.ResourceParam[BuildConfig],
@@ -86,6 +88,7 @@ def _roundtrip_asset(dialect: str):
         kinds={dialect},
         description=f"Every test value as a {dialect} literal, through an identity function and back.",
     )
+    @content_versioned
     def roundtrip(
         context: dg.AssetExecutionContext,
         build: dg.ResourceParam[BuildConfig],

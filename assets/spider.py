@@ -14,6 +14,7 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects import DIALECTS
@@ -62,6 +63,7 @@ def _raw_asset(subset: str, source: str):
         description=f"{source}: verified raw files, its databases and questions (one `database` "
         "partition per loadable database).",
     )
+    @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> SpiderInputs | None:
         if subset not in build.subsets:
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
@@ -104,6 +106,7 @@ def _normalized_asset(dialect: str):
             else "loaded with COPY, verified (row counts, checksums) and checked by gold-query equivalence."
         ),
     )
+    @content_versioned
     def normalized(
         context: dg.AssetExecutionContext,
         build: dg.ResourceParam[BuildConfig],
@@ -167,6 +170,7 @@ def _by_dialect(reports_oracle: dict, reports_postgres: dict) -> dict[str, dict[
     description="Every selected database's reports in both dialects: the manifest's normalization "
     "section and the rows of databases.parquet.",
 )
+@content_versioned
 def normalization_report(
     context: dg.AssetExecutionContext,
     spider1_raw: SpiderInputs | None,
@@ -233,6 +237,7 @@ def _tasks_metadata(tasks: SpiderTasks) -> dict:
     description="Spider-PLSQL: a task per Spider 1.0 dev question and dialect whose reference block "
     "reproduces the gold output on PostgreSQL.",
 )
+@content_versioned
 def spider_plsql_tasks(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -265,6 +270,7 @@ def spider_plsql_tasks(
     description="Spider 2.0-Lite task records for the questions with gold SQL: the gold transpiled to both "
     "dialects, tables/columns required, the official result; gold run on the sample rows.",
 )
+@content_versioned
 def spider2_tasks(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],

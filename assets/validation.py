@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from assets.versions import content_versioned
 from plbench.config import BuildConfig
 from plbench.mbpp.stages import ReplayReport, RoundTripReport
 from plbench.release import PreparedRelease
@@ -28,6 +29,7 @@ GROUP = "validation"
     description="`validation/<version>/<stage>[.<dialect>].json`: what each validation stage ran, on which "
     "engine, and what failed (replay and roundtrip per dialect, normalization, crosscheck, quality).",
 )
+@content_versioned
 def validation_reports(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],
@@ -48,6 +50,9 @@ def validation_reports(
     )
     written = write_reports(build.validation_dir, release_tables.version, docs)
     context.add_output_metadata(
-        {"folder": str(build.validation_dir / release_tables.version), "files": dg.MetadataValue.json(written)}
+        {
+            "folder": dg.MetadataValue.path(str(build.validation_dir / release_tables.version)),
+            "files": dg.MetadataValue.json(written),
+        }
     )
     return written

@@ -150,14 +150,7 @@ def outcome(result) -> dict:
 
     out: dict = {"ok": result.success, "run_id": result.run_id, "job": result.job_def.name}
     for event in result.get_asset_materialization_events():
-        meta = event.materialization.metadata
-        if "release_path" in meta:
-            out.update(
-                release=meta["release_path"].value,
-                version=meta["version"].value,
-                subsets=meta["subsets"].value,
-                validation=meta["validation"].value,
-            )
+        out.update(release_fields(event.materialization.metadata))
     out["failed"] = []
     for event in result.all_events:
         if event.is_step_failure:
@@ -176,6 +169,27 @@ def outcome(result) -> dict:
     return out
 
 
+def release_fields(metadata: dict) -> dict:
+    """Where a `release` materialization wrote the release and what it holds (nothing for other assets)."""
+    if "release_path" not in metadata:
+        return {}
+    return {
+        "release": metadata["release_path"].value,
+        "version": metadata["version"].value,
+        "subsets": metadata["subsets"].value,
+        "validation": metadata["validation"].value,
+    }
+
+
+def up_to_date(instance) -> dict:
+    """The outcome of a build that had nothing to run: the release the latest run wrote."""
+    import dagster as dg
+
+    [record] = instance.fetch_materializations(dg.AssetKey("release"), limit=1).records
+    fields = release_fields(record.asset_materialization.metadata)
+    return {"ok": True, "run_id": record.run_id, "job": REBUILD_JOB, "up_to_date": True, "failed": [], **fields}
+
+
 def final_lines(summary: dict) -> list[str]:
     """Where the release is and what it holds; or, last, the failing stage, its message and a hint."""
     if summary["failed"]:
@@ -186,7 +200,12 @@ def final_lines(summary: dict) -> list[str]:
         return lines[1:] + lines[:1]  # the first failure, the cause of what follows, comes last
     if "release" not in summary:
         return [f"plbench: {summary['job']} done; no release written (add --version V to write one)"]
-    lines = [f"release {summary['version']} written to {summary['release']}"]
+    done = (
+        "up to date (nothing changed since run {}) in".format(summary["run_id"])
+        if summary.get("up_to_date")
+        else "written to"
+    )
+    lines = [f"release {summary['version']} {done} {summary['release']}"]
     for subset, counts in sorted(summary["subsets"].items()):
         released = ", ".join(f"{d} {n}" for d, n in sorted(counts.get("released", {}).items()))
         rejected = sum(counts.get("rejected", {}).values())
@@ -194,9 +213,9 @@ def final_lines(summary: dict) -> list[str]:
     return lines
 
 
-def report(result, output: str = "lines") -> int:
+def report(result, output: str = "lines", summary: dict | None = None) -> int:
     """Print the run's outcome (`lines`, `quiet`: the final lines; `json`: one object); the exit code."""
-    summary = outcome(result)
+    summary = summary or outcome(result)
     if output == "json":
         print(json.dumps(summary, sort_keys=True, default=str))
     else:
@@ -227,12 +246,33 @@ def _exclusive(config: BuildConfig, run) -> int:
         return 2
 
 
+def build(config: BuildConfig, instance, everything: bool = False, quiet: bool = False, output: str = "lines") -> int:
+    """Run what is outdated (pipelines/freshness.py), or every stage with `everything`; print the outcome."""
+    from assets.spider import register_database_partitions
+    from pipelines.definitions import build_definitions
+    from pipelines.freshness import outdated_assets
+
+    tags = {"plbench/command": "build"}
+    if everything:
+        return report(execute(config, instance=instance, tags=tags, quiet=quiet), output)
+    partitions = register_database_partitions(instance, config)
+    keys = outdated_assets(build_definitions(config), instance, partitions)
+    if not keys:
+        return report(None, output, up_to_date(instance))
+    return report(execute(config, [k.path for k in keys], instance, tags=tags, quiet=quiet), output)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
+    import dagster as dg
+
     config = _config(args)
-    quiet = args.quiet or args.json
-    return _exclusive(
-        config, lambda: report(execute(config, tags={"plbench/command": "build"}, quiet=quiet), _output(args))
-    )
+
+    def run() -> int:
+        dagster_home()
+        with dg.DagsterInstance.get() as instance:
+            return build(config, instance, args.all, args.quiet or args.json, _output(args))
+
+    return _exclusive(config, run)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -466,6 +506,9 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--subsets", help=f"comma-separated subsets to build (default: {','.join(SUBSETS)})")
     build.add_argument("--version", help="release version (default: <builder version>-<build id>)")
     build.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
+    build.add_argument(
+        "--all", action="store_true", help="run every stage (default: only what changed since the stored values)"
+    )
     _output_options(build)
     build.set_defaults(func=cmd_build)
     validate = sub.add_parser("validate", help="rerun one stage, reusing the stored results of the stages above it")

@@ -1,7 +1,9 @@
 """The one Definitions object of the plbench code location (what `dagster dev` loads).
 
-Every asset carries a code version (a digest of the code it runs: assets/versions.py), so the UI
-shows what is stale after a change. Jobs: `rebuild_release` (every stage) and one `rerun_<stage>`
+Every asset carries a code version (a digest of the code it runs and of the settings it reads:
+assets/versions.py) and returns its value's content digest as its data version, so the UI shows
+what is stale after a change and `plbench build` runs only that (pipelines/freshness.py).
+Jobs: `rebuild_release` (every stage) and one `rerun_<stage>`
 per stage of `plbench validate`, so each run in the list says what it did.
 """
 
@@ -9,11 +11,11 @@ import dagster as dg
 
 from assets import crosscheck, mbpp, operators, release, replay, spider, validation
 from assets.subsets import subset_assets
-from assets.versions import code_version
+from assets.versions import code_version, config_digest
 from pipelines.executors import executor_for
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
-from pipelines.stages import REBUILD_JOB, STAGES, rerun_job, stage_assets
+from pipelines.stages import REBUILD_JOB, RELEASE_ASSETS, STAGES, rerun_job, stage_assets
 from pipelines.storage import StageStorage
 from plbench.config import BuildConfig, NotConfigured
 from plbench.subsets import SUBSETS
@@ -62,10 +64,17 @@ def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
     out += subset_assets(subsets, {k.to_user_string() for a in out for k in a.keys})
     out += _versioned(release, [release.release_tables_asset(subsets)])
     kinds = candidate_kinds(config)
-    return dg.map_asset_specs(
+    out = dg.map_asset_specs(
         lambda spec: spec.replace_attributes(kinds=kinds) if spec.key.path == ["crosscheck_candidates"] else spec,
         out,
     )
+    return dg.map_asset_specs(lambda spec: _with_settings(spec, config), out)
+
+
+def _with_settings(spec: dg.AssetSpec, config: BuildConfig) -> dg.AssetSpec:
+    """The code version also digests the settings the asset reads (assets/versions.config_digest)."""
+    settings = config_digest(config, spec.key.to_user_string() in RELEASE_ASSETS)
+    return spec.replace_attributes(code_version=f"{spec.code_version}-{settings}")
 
 
 def _jobs() -> list:

@@ -7,7 +7,9 @@ import pickle
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.cli import execute, failure_messages, report
+from pipelines.cli import build, execute, failure_messages, report
+from pipelines.definitions import build_definitions
+from pipelines.freshness import outdated_assets
 from tests.fixtures import MBPP, SPIDER_DEV
 
 
@@ -56,6 +58,26 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     generated = [c for c in json.loads(positive["test_cases"]) if c["origin"].startswith("generated[")]
     assert generated and generated[0]["expected"] == 0  # a constant candidate returning 1 now fails
     assert {r["reason_code"] for r in rejections if r["level"] == "task"} >= {"malformed_record", "reference_timeout"}
+
+
+def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_reruns_only_the_release(
+    setup, tmp_path, capsys
+):
+    config, instance = setup
+    runs = instance.get_runs_count()
+    assert build(config, instance) == 0
+    assert instance.get_runs_count() == runs  # every stored value is fresh: no run at all
+    assert "release t1 up to date (nothing changed since run" in capsys.readouterr().out
+    moved = config.with_(out_dir=tmp_path)  # where the release goes is read by the release stages only
+    partitions = instance.get_dynamic_partitions("database")
+    outdated = {k.to_user_string() for k in outdated_assets(build_definitions(moved), instance, partitions)}
+    assert outdated == {"release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"}
+    assert build(moved, instance) == 0
+    [run] = instance.get_runs(limit=1)
+    ran = {e.step_key for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.is_step_success}
+    assert ran == outdated | {"release_tables_quality_suites"}
+    for table in ("tasks.parquet", "rejections.parquet", "types.parquet", "databases.parquet"):
+        assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
 
 
 def test_validation_is_reported_per_dialect_and_never_invented_for_oracle(setup):

@@ -1,0 +1,129 @@
+"""Which assets a `plbench build` must run, from what the Dagster instance recorded: the rest are fresh
+and their stored values are reused, so a build in which nothing changed runs nothing.
+
+An asset is fresh when its latest materialization
+- carries the code version the definitions give it now (its code, and the settings it reads),
+- was made from the data versions its upstream assets hold now (each asset's data version is its
+  value's content digest: assets/versions.py), or, for an upstream partitioned by database (whose
+  325 partitions Dagster does not track one by one), after each of its partitions' latest values,
+- passed its blocking checks, and the files it names (path metadata) still exist;
+and every upstream asset is fresh. For a partitioned asset, every registered partition must be.
+Whatever depends on an outdated asset is outdated too: it runs in the same run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_TAG,
+    get_input_data_version_tag,
+)
+
+
+@dataclass
+class Recorded:
+    """What the instance holds of an asset's latest materialization (of each partition, if partitioned)."""
+
+    code_versions: set[str | None]
+    first_storage_id: int  # the oldest of the partitions' latest materializations
+    last_storage_id: int  # the newest
+    input_versions: list[dict[str, str]] = field(default_factory=list)  # per record: tag -> data version
+    data_version: str | None = None
+    paths: list[str] = field(default_factory=list)
+
+
+def _recorded(record, tag_keys: list[str]) -> tuple[dict[str, str], list[str]]:
+    materialization = record.asset_materialization
+    tags = materialization.tags or {}
+    paths = [v.value for v in materialization.metadata.values() if isinstance(v, dg.PathMetadataValue)]
+    return {t: tags.get(t) for t in [CODE_VERSION_TAG, DATA_VERSION_TAG, *tag_keys]}, paths
+
+
+def _latest(instance: dg.DagsterInstance, key: dg.AssetKey, tag_keys: list[str]) -> Recorded | None:
+    records = instance.fetch_materializations(key, limit=1).records
+    if not records:
+        return None
+    tags, paths = _recorded(records[0], tag_keys)
+    storage_id = records[0].storage_id
+    return Recorded({tags[CODE_VERSION_TAG]}, storage_id, storage_id, [tags], tags[DATA_VERSION_TAG], paths)
+
+
+def _latest_partitions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str], tag_keys: list[str]
+) -> Recorded | None:
+    """Each partition's latest materialization, newest records first (a build writes them all at once)."""
+    latest: dict[str, tuple[int, dict]] = {}
+    cursor = None
+    while len(latest) < len(partitions):
+        page = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=partitions), limit=len(partitions), cursor=cursor
+        )
+        for record in page.records:
+            latest.setdefault(record.partition_key, (record.storage_id, _recorded(record, tag_keys)[0]))
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    if not partitions or len(latest) < len(partitions):
+        return None
+    storage_ids = [s for s, _ in latest.values()]
+    return Recorded(
+        {tags[CODE_VERSION_TAG] for _, tags in latest.values()},
+        min(storage_ids),
+        max(storage_ids),
+        [tags for _, tags in latest.values()],
+    )
+
+
+def _checks_passed(instance: dg.DagsterInstance, node, recorded: Recorded) -> bool:
+    keys = list(node.check_keys)
+    if not keys:
+        return True
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    for key in keys:
+        record = latest.get(key)
+        evaluation = record.event.asset_check_evaluation if record and record.event else None
+        target = evaluation.target_materialization_data if evaluation else None
+        if not evaluation or not evaluation.passed or not target or target.storage_id != recorded.last_storage_id:
+            return False
+    return True
+
+
+def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitions: list[str]) -> list[dg.AssetKey]:
+    """The assets a build must run, upstream first; empty when every stored value is fresh."""
+    graph = defs.resolve_asset_graph()
+    recorded: dict[dg.AssetKey, Recorded | None] = {}
+    outdated: list[dg.AssetKey] = []
+    for key in graph.toposorted_asset_keys:
+        node = graph.get(key)
+        if not node.is_materializable:
+            continue
+        parents = [p for p in node.parent_keys if graph.has(p) and graph.get(p).is_materializable]
+        tag_keys = [get_input_data_version_tag(p) for p in parents if not graph.get(p).is_partitioned]
+        recorded[key] = (
+            _latest_partitions(instance, key, partitions, tag_keys)
+            if node.is_partitioned
+            else _latest(instance, key, tag_keys)
+        )
+        if not _fresh(instance, graph, node, parents, recorded, outdated):
+            outdated.append(key)
+    return outdated
+
+
+def _fresh(instance, graph, node, parents, recorded, outdated) -> bool:
+    mine = recorded[node.key]
+    if mine is None or mine.code_versions != {node.code_version}:
+        return False
+    if any(p in outdated for p in parents) or not _checks_passed(instance, node, mine):
+        return False
+    for parent in parents:
+        theirs = recorded[parent]
+        if graph.get(parent).is_partitioned:
+            if theirs.last_storage_id > mine.first_storage_id:
+                return False
+        elif any(r[get_input_data_version_tag(parent)] != theirs.data_version for r in mine.input_versions):
+            return False
+    return all(Path(p).exists() for p in mine.paths)

@@ -1,0 +1,58 @@
+"""A stage value's content digest (its data version): equal content, equal digest; anything else differs."""
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from plbench.content_digest import content_digest
+
+
+@dataclass
+class Stage:
+    items: list
+    by_name: dict
+    seconds: float = 0.0
+    tags: set = field(default_factory=set)
+
+
+def test_measurements_insertion_order_and_set_order_are_not_content():
+    a = Stage([1, "x"], {"a": 1, "b": 2}, seconds=1.5, tags={"p", "q"})
+    b = Stage([1, "x"], {"b": 2, "a": 1}, seconds=99.0, tags={"q", "p"})
+    assert content_digest(a) == content_digest(b)
+
+
+def test_every_difference_in_content_changes_the_digest():
+    base = Stage([1, "x"], {"a": 1})
+    variants = [
+        Stage([1, "x", None], {"a": 1}),
+        Stage(["x", 1], {"a": 1}),  # list order is content
+        Stage([1, "x"], {"a": 2}),
+        Stage([1, "x"], {"a": 1}, tags={"t"}),
+        Stage([True, "x"], {"a": 1}),  # 1, True, 1.0 and "1" are different values
+        Stage([1.0, "x"], {"a": 1}),
+        Stage(["1", "x"], {"a": 1}),
+        Stage([(1,), "x"], {"a": 1}),
+        Stage([Path("x"), "x"], {"a": 1}),
+    ]
+    digests = {content_digest(v) for v in variants}
+    assert content_digest(base) not in digests and len(digests) == len(variants)
+    assert content_digest(["ab", "c"]) != content_digest(["a", "bc"])  # strings are length-prefixed
+
+
+def test_the_digest_is_the_same_in_another_process_with_another_hash_seed():
+    code = "from plbench.content_digest import content_digest; print(content_digest({'k': {'a', 'b', 'c'}}))"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={"PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert seen == {content_digest({"k": {"a", "b", "c"}}) + "\n"}
+
+
+def test_a_value_without_a_content_rule_is_refused_by_type():
+    with pytest.raises(TypeError, match="no content rule for a list_iterator"):
+        content_digest({"a": [iter([1])]})
