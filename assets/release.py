@@ -8,6 +8,10 @@ the quality suites run as blocking checks between them: a release table that fai
 stops the build before anything is written.
 """
 
+import base64
+import json
+from pathlib import Path
+
 import dagster as dg
 
 from assets.versions import content_versioned
@@ -94,7 +98,7 @@ def release(
     crosscheck: CrosscheckReport,
 ) -> str:
     prepared = apply_crosscheck(release_tables, crosscheck)
-    path = publish(build, prepared)
+    path = publish(build, prepared, stage_seconds(context))
     manifest = prepared.manifest
     context.add_output_metadata(
         {
@@ -102,6 +106,35 @@ def release(
             "version": manifest["version"],
             "subsets": dg.MetadataValue.json(manifest["subsets"]),
             "validation": dg.MetadataValue.json(manifest["validation"]),
+            **report_metadata(path),
         }
     )
     return str(path)
+
+
+def stage_seconds(context: dg.AssetExecutionContext) -> dict[str, float]:
+    """Seconds each stage's step took in the run that produced its stored value (this run or an earlier one)."""
+    instance, runs, seconds = context.instance, {}, {}
+    for key in context.job_def.asset_layer.asset_graph.get_all_asset_keys():
+        records = instance.fetch_materializations(key, limit=1).records
+        if not records:
+            continue
+        run_id = records[0].run_id
+        if run_id not in runs:
+            runs[run_id] = {s.step_key: s for s in instance.get_run_step_stats(run_id)}
+        step = runs[run_id].get(key.to_python_identifier())
+        if step and step.start_time and step.end_time:
+            seconds[key.to_user_string()] = step.end_time - step.start_time
+    return seconds
+
+
+def report_metadata(path: Path) -> dict:
+    """The report's plots as images the UI shows (markdown with the PNG inline), each with its path."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    meta = {}
+    for name in manifest["report"]:
+        stem = Path(name).stem
+        data = base64.b64encode((path / name).read_bytes()).decode()
+        meta[f"report_{stem}"] = dg.MetadataValue.md(f"![{stem}](data:image/png;base64,{data})")
+        meta[f"report_{stem}_path"] = dg.MetadataValue.path(str(path / name))
+    return meta

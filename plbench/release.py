@@ -31,6 +31,7 @@ from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
 from plbench.release_loading import subset_tables
+from plbench.release_report import report_plots
 from plbench.subsets.base import SubsetRelease
 from plbench.taskrow import (
     TASK_SCHEMA,
@@ -119,10 +120,22 @@ def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _write_file(data: bytes, path: Path) -> str:
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
 def write_release(
-    config: BuildConfig, version: str, tables: dict[str, tuple[list[dict], pa.Schema]], manifest: dict, card: str
+    config: BuildConfig,
+    version: str,
+    tables: dict[str, tuple[list[dict], pa.Schema]],
+    manifest: dict,
+    card: str,
+    files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write the release atomically; refuses to overwrite an existing version."""
+    """Write the release atomically (with `files`, path -> bytes, listed in the manifest's `report`);
+    refuses to overwrite an existing version."""
     final = config.out_dir / version
     if final.exists():
         raise ReleaseExists(
@@ -135,6 +148,7 @@ def write_release(
         manifest["tables"] = {
             name: _write_table(rows, schema, staging / name) for name, (rows, schema) in sorted(tables.items())
         }
+        manifest["report"] = {name: _write_file(data, staging / name) for name, data in sorted((files or {}).items())}
         manifest["built_at"] = datetime.now(UTC).replace(microsecond=0).isoformat()
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (staging / "README.md").write_text(card)
@@ -226,11 +240,15 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
     return PreparedRelease(version, rows, tables, manifest)
 
 
-def publish(config: BuildConfig, prepared: PreparedRelease) -> Path:
-    """Write a prepared release (tables, manifest, dataset card) atomically under config.out_dir."""
+def publish(config: BuildConfig, prepared: PreparedRelease, timings: dict[str, float] | None = None) -> Path:
+    """Write a prepared release (tables, manifest, dataset card, the report's plots drawn with the
+    stage `timings`) atomically under config.out_dir."""
     tables = prepared.tables
     tables.update(subset_tables(tables["tasks.parquet"][0]))  # derived from checked rows: no suite of their own
-    return write_release(config, prepared.version, tables, dict(prepared.manifest), dataset_card(prepared.manifest))
+    plots = report_plots(tables["tasks.parquet"][0], tables["rejections.parquet"][0], prepared.manifest, timings or {})
+    return write_release(
+        config, prepared.version, tables, dict(prepared.manifest), dataset_card(prepared.manifest), plots
+    )
 
 
 def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:

@@ -1,15 +1,19 @@
 """The whole asset graph on a miniature mirror the tests write: release contents, reconciliation,
 determinism, immutability of versions, and rerunning one stage from stored upstream values."""
 
+import hashlib
 import json
 import pickle
 
+import dagster as dg
+import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import build, execute, failure_messages, report
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
+from plbench.release_report import PNG_SIGNATURE
 from tests.fixtures import MBPP, SPIDER_DEV
 
 
@@ -259,6 +263,22 @@ def test_every_release_table_passed_its_quality_suite(setup):
     # its Oracle row fails the grammar check when that runs (BigQuery's three-part wildcard table name)
     assert len(bare) == (1 if manifest["oracle_syntax"]["ran"] else 2)
     assert all(list(t["plsql_constructs"]) == ["anonymous_block"] for t in bare)
+
+
+def test_the_release_report_plots_are_pngs_listed_in_the_manifest_and_shown_in_the_ui(setup):
+    config, instance = setup
+    path, manifest, _, _ = _release(config)
+    names = ("constructs", "funnel", "rejections", "timings", "types")
+    assert sorted(manifest["report"]) == [f"report/{n}.png" for n in names]
+    for name, sha256 in manifest["report"].items():
+        data = (path / name).read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and hashlib.sha256(data).hexdigest() == sha256
+        height, width, _ = matplotlib.image.imread(path / name).shape  # decodes as a PNG
+        assert height > 100 and width > 100
+    metadata = instance.get_latest_materialization_event(dg.AssetKey("release")).asset_materialization.metadata
+    for stem in names:
+        assert metadata[f"report_{stem}"].value.startswith(f"![{stem}](data:image/png;base64,")
+        assert metadata[f"report_{stem}_path"].value.endswith(f"report/{stem}.png")
 
 
 def test_every_oracle_statement_is_parsed_and_a_row_that_fails_is_rejected(setup):
