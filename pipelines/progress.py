@@ -1,7 +1,7 @@
 """What `plbench build` / `validate` print while a run goes and when it ends, instead of Dagster's log.
 
-- One line per stage: it starts (on a terminal the line is then rewritten in place, with the
-  databases done so far for a partitioned stage) and it ends, with the stage's figures from its
+- One line per stage: it starts (on a terminal the line is then rewritten in place, with a
+  progress bar of the databases done so far for a partitioned stage) and it ends, with the stage's figures from its
   metadata (count in, count out, rejections by reason) and the elapsed time.
 - On success, where the release is and what it holds; on failure, a last line naming the failing
   stage, the project's own message (not Dagster's wrapper, not the innermost library error) and a
@@ -92,6 +92,17 @@ def figures(metadata: dict) -> str:
     return ", ".join(parts)
 
 
+BAR_WIDTH = 24
+
+
+def progress_bar(done: int, total: int, unit: str) -> str:
+    """`[#########---------------] 120/325 databases`; without a known total, the count alone."""
+    if not total:
+        return f"{done} {unit}"
+    filled = min(BAR_WIDTH, BAR_WIDTH * done // total)
+    return f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{total} {unit}"
+
+
 class Progress:
     """Turns a run's events into stage lines on `stream`."""
 
@@ -112,8 +123,7 @@ class Progress:
             self.metadata[step] = {k: v.value for k, v in materialization.metadata.items()}
             if materialization.partition:
                 self.done_partitions[step] = self.done_partitions.get(step, 0) + 1
-                of = f"/{self.partitions}" if self.partitions else ""
-                self._pending(step, f"{self.done_partitions[step]}{of} databases")
+                self._pending(step, progress_bar(self.done_partitions[step], self.partitions, "databases"))
         elif kind == "ASSET_CHECK_EVALUATION":
             check = event.event_specific_data
             self.checks.setdefault(step, []).append(f"{check.check_name} {'passed' if check.passed else 'FAILED'}")

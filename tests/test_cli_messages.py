@@ -1,14 +1,16 @@
 """What the CLI prints: one line per stage, the final lines, and on failure the stage, the project's own
 message and a hint; real runs of the asset graph on a miniature mirror."""
 
+import io
 import json
 import re
+from types import SimpleNamespace
 
 import dagster as dg
 import pytest
 
 from pipelines.cli import execute, final_lines, main, parser, report
-from pipelines.progress import HINTS, figures, hint_for
+from pipelines.progress import HINTS, Progress, figures, hint_for, progress_bar
 from plbench.config import BuildConfig
 from tests.fixtures import MBPP, write_mirror
 
@@ -120,3 +122,34 @@ def test_quiet_and_json_are_options_of_build_and_validate(capsys):
     with pytest.raises(SystemExit):
         main(["build", "--json", "--quiet"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def _event(kind: str, partition: str | None = None):
+    materialization = SimpleNamespace(metadata={}, partition=partition)
+    return SimpleNamespace(
+        event_type_value=kind,
+        step_key="normalized_databases_oracle",
+        event_specific_data=SimpleNamespace(materialization=materialization),
+    )
+
+
+def _stage_output(tty: bool) -> str:
+    stream = io.StringIO()
+    progress = Progress(stream, tty, partitions=2)
+    kinds = ["STEP_START", "ASSET_MATERIALIZATION", "ASSET_MATERIALIZATION", "STEP_SUCCESS"]
+    for kind, partition in zip(kinds, [None, "spider1.a", "spider1.b", None]):
+        progress.on_event(_event(kind, partition))
+    return stream.getvalue()
+
+
+def test_a_partitioned_stage_shows_a_bar_of_its_databases_on_a_terminal_only():
+    assert progress_bar(0, 4, "databases") == "[------------------------] 0/4 databases"
+    assert progress_bar(3, 4, "databases") == "[##################------] 3/4 databases"
+    assert progress_bar(7, 0, "databases") == "7 databases"  # no known total: the count alone
+    shown = _stage_output(tty=True)
+    assert "\r\033[K  normalized_databases_oracle [############------------] 1/2 databases" in shown
+    assert "[########################] 2/2 databases" in shown
+    assert re.search(r"\r\033\[K✓ normalized_databases_oracle: 2 databases, [0-9.]+ s\n$", shown)
+    piped = _stage_output(tty=False)
+    assert "[" not in piped and "\r" not in piped
+    assert piped.splitlines()[0] == "  normalized_databases_oracle started"
