@@ -21,12 +21,12 @@ Rewrites keep the parse exact and the volume small (bench/oracle_grammar.py meas
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
 from plbench.dialects import DIALECTS
 from plbench.dialects.oracle_grammar import PARSER, GrammarCheck, SyntaxProblem, check_statements
+from plbench.dialects.static_checks import without_table_name
 from plbench.records import Rejection
 from plbench.validation.harness_condense import condense
 
@@ -34,8 +34,6 @@ from plbench.validation.harness_condense import condense
 TASK_FIELDS = {"setup_sql": "setup", "scaffold": "scaffold", "test_block": "test_block", "reference_code": "reference"}
 ORACLE = DIALECTS["oracle"]
 DDL_SEPARATOR = ";\n\n"  # plbench.normalize.emit joins a database's statements so
-_CREATE_TABLE = re.compile(r'^CREATE TABLE ("[^"]+"|[A-Za-z][\w$#]*) \(')
-TABLE_PLACEHOLDER = "plb_table"
 GOLD_PREFIX, GOLD_SUFFIX = "SELECT * FROM (\n", "\n)"
 
 
@@ -94,11 +92,9 @@ def _database_statements(db: dict) -> dict[str, Statement]:
     """A database's DDL statement by statement, table names set aside, and the names themselves."""
     name, out, tables = db["database"], {}, []
     for n, statement in enumerate(db["ddl"].strip().removesuffix(";").split(DDL_SEPARATOR)):
-        m = _CREATE_TABLE.match(statement)
-        text = statement + ";"
-        if m:
-            tables.append(m.group(1))
-            text = f"CREATE TABLE {TABLE_PLACEHOLDER} (" + text[m.end() :]
+        table, text = without_table_name(statement + ";")
+        if table:
+            tables.append(table)
         out[f"{db['source']}.{name}#ddl/{n}"] = Statement("database_ddl", db["source"], name, text, name, statement)
     if tables:
         names = "CREATE TABLE plb_names (\n" + ",\n".join(f"{t} NUMBER" for t in tables) + "\n);"
