@@ -246,12 +246,21 @@ def _exclusive(config: BuildConfig, run) -> int:
         return 2
 
 
-def build(config: BuildConfig, instance, everything: bool = False, quiet: bool = False, output: str = "lines") -> int:
-    """Run what is outdated (pipelines/freshness.py), or every stage with `everything`; print the outcome."""
+def build(
+    config: BuildConfig, instance=None, everything: bool = False, quiet: bool = False, output: str = "lines"
+) -> int:
+    """Run what is outdated (pipelines/freshness.py), or every stage with `everything`; print the outcome.
+    Without `instance`, the project's (DAGSTER_HOME)."""
+    import dagster as dg
+
     from assets.spider import register_database_partitions
     from pipelines.definitions import build_definitions
     from pipelines.freshness import outdated_assets
 
+    if instance is None:
+        dagster_home()
+        with dg.DagsterInstance.get() as persistent:
+            return build(config, persistent, everything, quiet, output)
     tags = {"plbench/command": "build"}
     if everything:
         return report(execute(config, instance=instance, tags=tags, quiet=quiet), output)
@@ -263,16 +272,8 @@ def build(config: BuildConfig, instance, everything: bool = False, quiet: bool =
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    import dagster as dg
-
     config = _config(args)
-
-    def run() -> int:
-        dagster_home()
-        with dg.DagsterInstance.get() as instance:
-            return build(config, instance, args.all, args.quiet or args.json, _output(args))
-
-    return _exclusive(config, run)
+    return _exclusive(config, lambda: build(config, None, args.all, args.quiet or args.json, _output(args)))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

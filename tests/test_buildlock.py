@@ -40,7 +40,7 @@ def holder(tmp_path):
 
 @pytest.fixture
 def builds(tmp_path, monkeypatch):
-    """The CLI on a checkout under tmp_path; `execute` only records that a build ran."""
+    """The CLI on a checkout under tmp_path; `build` and `execute` only record that a build ran."""
     runs = []
     monkeypatch.setattr(
         cli,
@@ -48,6 +48,7 @@ def builds(tmp_path, monkeypatch):
         lambda args: BuildConfig(cache_dir=tmp_path / "cache", out_dir=tmp_path / "releases", version=args.version),
     )
     monkeypatch.setattr(cli, "execute", lambda config, *args, **kwargs: runs.append(config.version))
+    monkeypatch.setattr(cli, "build", lambda config, *args, **kwargs: runs.append(config.version) or 0)
     monkeypatch.setattr(cli, "report", lambda result, output="lines": 0)
     return runs
 
