@@ -36,6 +36,9 @@ class Recorded:
     paths: list[str] = field(default_factory=list)
 
 
+NO_PARTITIONS = Recorded(set(), 0, 0)  # a partitioned asset when no partition is registered
+
+
 def _recorded(record, tag_keys: list[str]) -> tuple[dict[str, str], list[str]]:
     materialization = record.asset_materialization
     tags = materialization.tags or {}
@@ -56,6 +59,8 @@ def _latest_partitions(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str], tag_keys: list[str]
 ) -> Recorded | None:
     """Each partition's latest materialization, newest records first (a build writes them all at once)."""
+    if not partitions:
+        return NO_PARTITIONS
     latest: dict[str, tuple[int, dict]] = {}
     cursor = None
     while len(latest) < len(partitions):
@@ -67,7 +72,7 @@ def _latest_partitions(
         if not page.has_more:
             break
         cursor = page.cursor
-    if not partitions or len(latest) < len(partitions):
+    if len(latest) < len(partitions):
         return None
     storage_ids = [s for s, _ in latest.values()]
     return Recorded(
@@ -115,6 +120,8 @@ def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitio
 
 def _fresh(instance, graph, node, parents, recorded, outdated) -> bool:
     mine = recorded[node.key]
+    if mine is NO_PARTITIONS:
+        return True  # no Spider subset selected: a database stage has nothing to build
     if mine is None or mine.code_versions != {node.code_version}:
         return False
     if any(p in outdated for p in parents) or not _checks_passed(instance, node, mine):

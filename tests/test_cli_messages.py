@@ -10,6 +10,8 @@ import dagster as dg
 import pytest
 
 from pipelines.cli import execute, final_lines, main, parser, report
+from pipelines.definitions import build_definitions
+from pipelines.freshness import outdated_assets
 from pipelines.progress import HINTS, Progress, figures, hint_for, progress_bar
 from plbench.config import BuildConfig
 from tests.fixtures import MBPP, write_mirror
@@ -153,3 +155,12 @@ def test_a_partitioned_stage_shows_a_bar_of_its_databases_on_a_terminal_only():
     piped = _stage_output(tty=False)
     assert "[" not in piped and "\r" not in piped
     assert piped.splitlines()[0] == "  normalized_databases_oracle started"
+
+
+def test_without_a_spider_subset_the_database_stages_are_not_outdated_and_stored_stages_are_fresh(tmp_path, instance):
+    config = _config(tmp_path)
+    assert execute(config, MBPP_ONLY, instance=instance).success
+    outdated = {k.to_user_string() for k in outdated_assets(build_definitions(config), instance, [])}
+    assert not outdated & {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases"}  # stored, code and inputs unchanged
+    assert not outdated & {"normalized_databases_postgres", "normalized_databases_oracle"}  # no partition
+    assert {"mbpp_signatures", "mbpp_tasks", "normalization_report", "release"} <= outdated  # never built
