@@ -96,7 +96,8 @@ def main() -> None:
             "rebuild, nothing changed", lambda: _checked(build(config, instance, output="quiet")), instance, sampler
         )
         print(f"  runs started by it: {instance.get_runs_count() - runs}")
-        for asset in ("replay_validation_postgres", "normalized_databases_oracle"):
+        spider = {"spider_plsql", "spider2"} & set(config.subsets)  # the database stages need one
+        for asset in ("replay_validation_postgres", *(["normalized_databases_oracle"] if spider else [])):
             timed(f"{asset} alone", lambda a=asset: execute(config, [[a]], instance), instance, sampler)
     sampler.stopped.set()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

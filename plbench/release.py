@@ -245,7 +245,8 @@ def publish(config: BuildConfig, prepared: PreparedRelease, timings: dict[str, f
     stage `timings`) atomically under config.out_dir."""
     tables = prepared.tables
     tables.update(subset_tables(tables["tasks.parquet"][0]))  # derived from checked rows: no suite of their own
-    plots = report_plots(tables["tasks.parquet"][0], tables["rejections.parquet"][0], prepared.manifest, timings or {})
+    rejections = tables["rejections.parquet"][0] if "rejections.parquet" in tables else []
+    plots = report_plots(tables["tasks.parquet"][0], rejections, prepared.manifest, timings or {})
     return write_release(
         config, prepared.version, tables, dict(prepared.manifest), dataset_card(prepared.manifest), plots
     )
