@@ -38,6 +38,8 @@ STAGE_ORDER = (
 )
 TOP_REASONS = 25
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Plots of how this run went rather than of what it built: two builds of the same inputs differ only there.
+RUN_MEASURED = ("report/timings.png",)
 
 
 def stage_rank(stage: str) -> tuple[int, str]:
@@ -51,12 +53,12 @@ def funnel(subsets: dict, rejections: list[dict]) -> dict[str, dict[str, list[tu
         rejected = [r for r in rejections if r["subset"] == subset and r["level"] == "task"]
         stages = sorted({r["stage"] for r in rejected}, key=stage_rank)
         out[subset] = {}
-        for dialect in sorted(counts.get("released", {})):
+        for target in sorted(counts.get("released", {})):
             left, steps = counts["input"], [("input", counts["input"])]
             for stage in stages:
-                left -= sum(1 for r in rejected if r["stage"] == stage and r["dialect"] in (None, dialect))
+                left -= sum(1 for r in rejected if r["stage"] == stage and r["dialect"] in (None, target))
                 steps.append((stage, left))
-            out[subset][dialect] = steps + [("released", counts["released"][dialect])]
+            out[subset][target] = steps + [("released", counts["released"][target])]
     return out
 
 

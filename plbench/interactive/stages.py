@@ -39,7 +39,7 @@ class InteractiveOutput:
 
     def summary(self) -> dict:
         """The manifest's view: tasks per dialect, hidden facts per op, entries per task."""
-        entries = [json.loads(r.ledger) for r in self.rows if r.dialect == "postgres"]
+        entries = list({r.task_id: json.loads(r.ledger) for r in self.rows}.values())  # one a task, any dialect
         return {
             "seeds": self.seeds,
             "tasks": dict(sorted(Counter(r.dialect for r in self.rows).items())),
@@ -70,9 +70,9 @@ def database_variants(
                 out.rejections.append(rows)
                 continue
             out.rows += rows
-            for dialect in sorted(set(DIALECT_NAMES) - {r.dialect for r in rows}):
-                why = f"the seed's procedure has no {dialect} text"
+            for target in sorted(set(DIALECT_NAMES) - {r.dialect for r in rows}):
+                why = f"the seed's procedure has no {target} text"
                 out.rejections.append(
-                    Rejection(SUBSET, validated.seed.seed_id, STAGE, "dialect_not_rendered", why, dialect)
+                    Rejection(SUBSET, validated.seed.seed_id, STAGE, "dialect_not_rendered", why, target)
                 )
     return out

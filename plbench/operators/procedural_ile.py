@@ -121,10 +121,10 @@ class ProcIleState:
 
 def _runs(seed: Seed, env: ProcEnv) -> Rejected | None:
     """The new reference installs and no call fails with an error the procedure does not define."""
-    for dialect in seed.dialects:
-        problems = check_block_structure(seed.procedure.render(dialect))
+    for target in seed.dialects:
+        problems = check_block_structure(seed.procedure.render(target))
         if problems:
-            return Rejected("does_not_compile", f"{dialect}: {'; '.join(problems)}", repairable=True)
+            return Rejected("does_not_compile", f"{target}: {'; '.join(problems)}", repairable=True)
     args = candidate_args(seed, env.workspace)
     trace = run_seed(env.workspace, seed, [call_text(seed, a, "postgres") for a in args])
     if trace.install_error:

@@ -85,12 +85,12 @@ def episode(ctx_of, enhanced: EnhancedSeed) -> list[Turn]:
     turns = []
     for index, version in enumerate(enhanced.history, start=1):
         ctx = ctx_of(version)
-        for dialect in enhanced.final.seed.dialects:
+        for target in enhanced.final.seed.dialects:
             if index == 1:
-                text = prompt(ctx, dialect, "Write the procedure.", version.seed.requirement_lines, {})
+                text = prompt(ctx, target, "Write the procedure.", version.seed.requirement_lines, {})
             else:
-                text = turn_prompt(ctx, dialect, index, enhanced.clauses[index - 2])
-            task = make_task(ctx, "a1" if index == 1 else MULTITURN, dialect, text, {})
+                text = turn_prompt(ctx, target, index, enhanced.clauses[index - 2])
+            task = make_task(ctx, "a1" if index == 1 else MULTITURN, target, text, {})
             task = replace(task, task_id=f"{conversation}/turn{index}")
             turns.append(Turn(conversation, index, count, task, enhanced.proposer))
     return turns
