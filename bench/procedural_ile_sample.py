@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.procedures_sample import mirror_spider  # noqa: E402
 from plbench.config import BuildConfig  # noqa: E402
 from plbench.engines.postgres import PostgresEngine  # noqa: E402
 from plbench.normalize.emit import normalize  # noqa: E402
@@ -37,13 +38,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="ILE rounds per seed at most")
     args = parser.parse_args()
     config = BuildConfig.from_env()
-    if config.raw_dir is None:
-        raise SystemExit("set PLBENCH_RAW_DIR to the raw mirror")
-    root = config.raw_dir / "spider"
-    queries = gold.read_train_gold(root / "train_gold.sql") + gold.read_spider_dev(
-        root / "dev.json", root / "dev_gold.sql"
-    )
-    names = sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())[:: args.every]
+    root, queries, every_name = mirror_spider(config)
+    names = every_name[:: args.every]
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
     stage = ProceduralIle(executed=("postgres",), rounds=args.rounds)
     seeds_s, ile_s = 0.0, 0.0

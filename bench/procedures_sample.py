@@ -75,18 +75,23 @@ class Phases:
         return timed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--every", type=int, default=8, help="take every k-th database")
-    args = parser.parse_args()
-    config = BuildConfig.from_env()
+def mirror_spider(config: BuildConfig) -> tuple[Path, list, list[str]]:
+    """The mirror's Spider folder, its train and dev gold queries, and the databases it has, by name."""
     if config.raw_dir is None:
         raise SystemExit("set PLBENCH_RAW_DIR to the raw mirror")
     root = config.raw_dir / "spider"
     queries = gold.read_train_gold(root / "train_gold.sql") + gold.read_spider_dev(
         root / "dev.json", root / "dev_gold.sql"
     )
-    every_name = sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())
+    return root, queries, sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--every", type=int, default=8, help="take every k-th database")
+    args = parser.parse_args()
+    config = BuildConfig.from_env()
+    root, queries, every_name = mirror_spider(config)
     names = every_name[:: args.every]
     phases = Phases()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)

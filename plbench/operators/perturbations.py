@@ -151,26 +151,26 @@ def _differs(ctx: AdapterContext, procedure: str) -> str | Rejected:
     return where
 
 
-def fact_matters(old: PerturbedState, new: PerturbedState, ctx: AdapterContext) -> Rejected | None:
-    """An implementation that ignores the fact diverges from the reference on some call."""
-    where = _differs(ctx, new.last.alternative)
+def _must_diverge(ctx: AdapterContext, alternative: str, code: str, detail: str) -> Rejected | None:
+    """Rejected (`code`, `detail`) unless `alternative`, executed, differs from the reference on some call."""
+    where = _differs(ctx, alternative)
     if isinstance(where, Rejected):
         return where
-    if not where:
-        return Rejected("fact_does_not_matter", "an implementation ignoring the fact reproduces every call")
-    return None
+    return None if where else Rejected(code, detail)
+
+
+def fact_matters(old: PerturbedState, new: PerturbedState, ctx: AdapterContext) -> Rejected | None:
+    """An implementation that ignores the fact diverges from the reference on some call."""
+    detail = "an implementation ignoring the fact reproduces every call"
+    return _must_diverge(ctx, new.last.alternative, "fact_does_not_matter", detail)
 
 
 def one_reading(old: PerturbedState, new: PerturbedState, ctx: AdapterContext) -> Rejected | None:
     """The stated reading (the reference) reproduces the suite and the conflicting one does not."""
     if reference := ctx.fails(ctx.seed.procedure.render("postgres")):
         return Rejected("reference_does_not_reproduce", reference)
-    where = _differs(ctx, new.last.alternative)
-    if isinstance(where, Rejected):
-        return where
-    if not where:
-        return Rejected("readings_behave_alike", "both readings give the same result on every call")
-    return None
+    detail = "both readings give the same result on every call"
+    return _must_diverge(ctx, new.last.alternative, "readings_behave_alike", detail)
 
 
 KNOWLEDGE_INJECTION = Operator(
