@@ -109,10 +109,10 @@ def test_every_seed_ends_as_an_interactive_row_per_dialect_or_a_rejection(varian
         assert len(rows) + len(rejected) == variants.seeds and len(rows) == 11
     summary = variants.summary()
     assert summary["tasks"] == {"oracle": 11, "postgres": 11} and summary["rejected"] == {}
-    assert summary["hidden_facts_by_op"] == {"contradiction": 7, "jargon": 11, "mask": 11}
+    assert summary["hidden_facts_by_op"] == {"contradiction": 7, "env_contradiction": 2, "jargon": 11, "mask": 11}
     operators = variants.ledger.summary()
     assert {op: (s["proposals"], s["accepted"]) for op, s in operators.items()} == {
-        "contradiction_injection": (7, 7),
+        "contradiction_injection": (9, 9),
         "information_omission": (11, 11),
         "knowledge_injection": (11, 11),
     }
@@ -129,7 +129,12 @@ def test_an_interactive_row_carries_its_ledger_and_direct_twin(row):
         "deterministic",
     )
     ledger = json.loads(row.ledger)
-    assert [(e["id"], e["op"]) for e in ledger] == [("J1", "jargon"), ("M1", "mask"), ("C1", "contradiction")]
+    assert [(e["id"], e["op"]) for e in ledger] == [
+        ("J1", "jargon"),
+        ("M1", "mask"),
+        ("C1", "contradiction"),
+        ("E1", "env_contradiction"),
+    ]
     assert all(e["evidence"].startswith(("an implementation", "the reference reproduces")) for e in ledger)
     assert "juniper test" in row.prompt and "SQLSTATE 'PLB01'" not in row.prompt
 
@@ -204,7 +209,7 @@ def test_an_episode_with_asks_reveals_database_actions_and_a_correct_submission(
         "submit",
     ]
     assert [s["cost"] for s in timeline] == [1, 0.5, 0.5, 2, 2, 2, 1, 0.5, 1, 0.5, 0, 0]
-    assert record["budget"] == {"total": 26, "spent": 11.0, "remaining": 15.0}
+    assert record["budget"] == {"total": 28, "spent": 11.0, "remaining": 17.0}
     assert "table orders_report: status text" in timeline[0]["result"]
     assert timeline[1]["result"] == "table orders_report: status text; 0 rows"
     assert (
@@ -218,9 +223,9 @@ def test_an_episode_with_asks_reveals_database_actions_and_a_correct_submission(
     assert timeline[8]["result"].startswith("error: not a JSON action")
     assert timeline[9]["result"].startswith("error: no table 'no_such_table'; tables: ")
     assert record["grade"]["correct"] is True and record["grade"]["checks"] == {"submission": True, "ex": True}
-    assert record["grade"]["recovered"] == 2 and record["grade"]["oracle_size"] == 3
+    assert record["grade"]["recovered"] == 2 and record["grade"]["oracle_size"] == 4
     revealed = {e["id"]: (e["revealed_at"], e["via"]) for e in record["ledger"]}
-    assert revealed == {"J1": (4, "ask_user"), "M1": (None, None), "C1": (6, "ask_selector")}
+    assert revealed == {"J1": (4, "ask_user"), "M1": (None, None), "C1": (6, "ask_selector"), "E1": (None, None)}
     assert record["summary"]["termination"] == "submit" and record["pair"] == {
         "direct_task_id": f"procedures/a1/{SEED}"
     }
@@ -234,9 +239,9 @@ def test_an_episode_with_asks_reveals_database_actions_and_a_correct_submission(
 
 def test_budget_exhaustion_ends_the_episode_without_a_submission(pg_engine, row, server, tmp_path):
     record = _episode(pg_engine, row, server, "asker", tmp_path)
-    assert len(record["timeline"]) == 14 and record["summary"]["termination"] == "budget_exhausted"
+    assert len(record["timeline"]) == 15 and record["summary"]["termination"] == "budget_exhausted"
     assert record["timeline"][-1]["result"] == "budget exhausted: ask_user costs 2, 0 left"
-    assert record["budget"]["spent"] == 26 and record["submission"] is None
+    assert record["budget"]["spent"] == 28 and record["submission"] is None
     assert record["grade"]["correct"] is False and record["grade"]["reason"] == "no submission (budget_exhausted)"
 
 

@@ -50,6 +50,13 @@ def good(op: str, reference: str) -> dict:
             "answer": "Strict: score must be greater than para_score; 'at least' is wrong.",
             "alternative": reference.replace("score > para_score", "score >= para_score"),
         },
+        "env_contradiction": {
+            "stated": "",
+            "replacement": "Table `customer` holds a single row.",
+            "key": "How many rows does customer hold?",
+            "answer": "Several: the statement that customer holds a single row is wrong.",
+            "alternative": reference.replace("score > para_score;", "score > para_score LIMIT 1;"),
+        },
     }[op]
 
 
@@ -57,7 +64,12 @@ def _op(system: str) -> str:
     return next(op for op, words in OP_WORDS.items() if words in system)
 
 
-OP_WORDS = {"jargon": "Replace one explicit fact", "mask": "Mask one fact", "contradiction": "Add one statement"}
+OP_WORDS = {
+    "jargon": "Replace one explicit fact",
+    "mask": "Mask one fact",
+    "contradiction": "Add one statement",
+    "env_contradiction": "State one thing about the database",
+}
 
 
 def recorded(reference: str):
@@ -104,18 +116,22 @@ def test_good_answers_become_ledger_entries_and_a_rebuild_sends_no_request(ctx, 
         ("J1", "jargon", "What is the nightly reset?"),
         ("M1", "mask", "what the cut-off for score is"),
         ("C1", "contradiction", "Is the comparison strict?"),
+        ("E1", "env_contradiction", "How many rows does customer hold?"),
     ]
     assert result.lines[3] == (
         "Each call first performs the nightly reset of `customer_report`, then inserts one row per row of: `name` "
         "from table `customer`, keeping only the rows where `score` is above the cut-off."
     )
-    assert result.lines[-1] == "Rows qualify when `score` is at least `para_score`."
-    assert [e.verdict for e in ledger.entries] == ["accepted"] * 3 and len(server.requests) == 3
+    assert result.lines[-2:] == (
+        "Rows qualify when `score` is at least `para_score`.",
+        "Table `customer` holds a single row.",
+    )
+    assert [e.verdict for e in ledger.entries] == ["accepted"] * 4 and len(server.requests) == 4
 
     again = proposer(server, "good", tmp_path)  # a rebuild on the same cache folder
     rebuilt = perturb(ctx, again, Ledger())
-    assert rebuilt == result and len(server.requests) == 3 and again.client.calls == 0
-    assert again.client.cache_hits == 3
+    assert rebuilt == result and len(server.requests) == 4 and again.client.calls == 0
+    assert again.client.cache_hits == 4
 
 
 def _reasons(ctx, server, model, tmp_path) -> dict[str, str]:
@@ -134,7 +150,7 @@ def test_an_omission_nothing_depends_on_and_alike_readings_are_rejected(ctx, ser
 def test_an_alternative_that_does_not_install_is_repaired_from_the_diagnostics(ctx, server, tmp_path):
     ledger = Ledger()
     result = perturb(ctx, proposer(server, "repaired", tmp_path), ledger)
-    assert [(e.verdict, e.attempts) for e in ledger.entries] == [("accepted", 2)] * 3 and len(result.ledger) == 3
+    assert [(e.verdict, e.attempts) for e in ledger.entries] == [("accepted", 2)] * 4 and len(result.ledger) == 4
     assert "alternative_does_not_install" not in [e.reason_code for e in ledger.entries]
     feedback = server.requests[1]["body"]["messages"][-1]["content"]
     assert feedback == (

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import sqlglot
 
-from plbench.operators.facts import facts_of
+from plbench.operators.facts import facts_of, key_comparisons
 from plbench.operators.framework import Ledger
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer, catalogue_perturbation
 from plbench.operators.perturbations import (
@@ -17,6 +18,7 @@ from plbench.operators.perturbations import (
     PerturbedState,
     perturb,
 )
+from plbench.procedures.describe import expression
 from tests.procedure_fixtures import seed_contexts
 
 REPORT = "procfix/train/1/result_table"
@@ -163,6 +165,14 @@ CATALOGUE = {
         '`orders_summary` is a log: earlier rows are never changed or removed. The statement "Each call first '
         'removes the rows that earlier calls appended to `orders_summary`." is wrong.',
     ),
+    (CHECKED, "unique_key", "env_contradiction"): (
+        "",
+        "In `orders`, `customer_id` identifies a single row: no two rows share a value of `customer_id`.",
+        "Which statement about whether a value of `customer_id` identifies a single row of `orders` is correct?",
+        "Several rows of `orders` share a value of `customer_id`: a call keeps every row that qualifies. The "
+        'statement "In `orders`, `customer_id` identifies a single row: no two rows share a value of `customer_id`." '
+        "is wrong.",
+    ),
 }
 
 
@@ -211,6 +221,69 @@ def test_catalogue_alternatives_are_what_the_gates_execute_and_they_differ(ctx_o
     assert ctx.fails(reference) == "" and ctx.fails(ignored).startswith("call ") and ctx.fails(opposite)
 
 
+def test_env_contradiction_reading_keeps_one_row_in_both_dialects_and_differs(ctx_of):
+    ctx = ctx_of(CHECKED)
+    fact = _fact(ctx, "unique_key")
+    assert fact.kind.ops == ("env_contradiction",) and fact.ignored == fact.opposite
+    postgres, oracle = fact.opposite.render("postgres"), fact.opposite.render("oracle")
+    assert postgres == (
+        "CREATE PROCEDURE sp_checked_report_orders(para_customer_id bigint)\n"
+        "LANGUAGE plpgsql\n"
+        "AS $plb$\n"
+        "DECLARE\n"
+        "  v_matches bigint;\n"
+        "BEGIN\n"
+        "  SELECT COUNT(*) INTO v_matches FROM orders WHERE customer_id = para_customer_id;\n"
+        "  IF v_matches = 0 THEN\n"
+        "    RAISE EXCEPTION 'no row of orders has customer_id equal to the argument' USING ERRCODE = 'PLB01';\n"
+        "  ELSE\n"
+        "    DELETE FROM orders_report;\n"
+        "    INSERT INTO orders_report (status) SELECT status FROM orders WHERE customer_id = para_customer_id "
+        "LIMIT 1;\n"
+        "  END IF;\n"
+        "END;\n"
+        "$plb$;"
+    )
+    assert oracle == (
+        "CREATE OR REPLACE PROCEDURE sp_checked_report_orders(para_customer_id IN ORDERS.CUSTOMER_ID%TYPE)\n"
+        "IS\n"
+        "  v_matches NUMBER;\n"
+        "BEGIN\n"
+        "  SELECT COUNT(*) INTO v_matches FROM ORDERS WHERE CUSTOMER_ID = para_customer_id;\n"
+        "  IF v_matches = 0 THEN\n"
+        "    RAISE_APPLICATION_ERROR(-20001, 'no row of orders has customer_id equal to the argument');\n"
+        "  ELSE\n"
+        "    DELETE FROM orders_report;\n"
+        "    INSERT INTO orders_report (status) SELECT STATUS FROM ORDERS WHERE CUSTOMER_ID = para_customer_id "
+        "FETCH FIRST 1 ROWS ONLY;\n"
+        "  END IF;\n"
+        "END sp_checked_report_orders;"
+    )
+    # the reading that trusts the claim differs on a key two rows of orders share: the database refutes it
+    assert ctx.fails(postgres) == "call 1 (CALL sp_checked_report_orders(CAST(1 AS bigint))) differs"
+    verdict = CONTRADICTION_INJECTION.judge(_state(ctx), catalogue_perturbation(fact, "env_contradiction", ""), ctx)
+    assert (
+        verdict.entries[-1].op == "env_contradiction"
+        and verdict.lines[-1] == CATALOGUE[(CHECKED, "unique_key", "env_contradiction")][1]
+    )
+
+
+def test_env_contradiction_needs_a_key_of_one_table_that_selects_rows():
+    """Only a one-table query whose WHERE has `column = parameter` as a conjunct, with more than one row
+    possible, can show two rows sharing the key; the other fixture queries give no site."""
+    cases = {
+        "SELECT name FROM customer WHERE city = p AND score > 1": ["`city` equals `p`"],
+        "SELECT name FROM customer WHERE city = p OR score > 1": [],
+        "SELECT count(*) FROM customer WHERE city = p": [],
+        "SELECT city, count(*) FROM customer WHERE city = p GROUP BY city": ["`city` equals `p`"],
+        "SELECT name FROM customer WHERE city = p LIMIT 2": [],
+        "SELECT a.name FROM customer AS a JOIN orders AS o ON a.id = o.customer_id WHERE a.id = p": [],
+    }
+    for sql, expected in cases.items():
+        found = [expression(n) for n in key_comparisons(sqlglot.parse_one(sql, read="postgres"), {"p"})]
+        assert found == expected, sql
+
+
 def test_a_whole_perturbed_requirement_and_its_ledger(ctx_of):
     ledger = Ledger()
     result = perturb(ctx_of(CHECKED), DeterministicPerturbationProposer(), ledger)
@@ -221,9 +294,9 @@ def test_a_whole_perturbed_requirement_and_its_ledger(ctx_of):
         "`status` from table `orders`, keeping only the rows where `customer_id` passes the juniper test against "
         "`para_customer_id`.",
     )
-    assert (
-        result.lines[-1]
-        == "Rows that earlier calls inserted into `orders_report` stay there; each call only adds its own rows."
+    assert result.lines[-2:] == (
+        "Rows that earlier calls inserted into `orders_report` stay there; each call only adds its own rows.",
+        "In `orders`, `customer_id` identifies a single row: no two rows share a value of `customer_id`.",
     )
     assert [(e.id, e.op, e.key) for e in result.ledger] == [
         ("J1", "jargon", "What is the juniper test?"),
@@ -233,13 +306,22 @@ def test_a_whole_perturbed_requirement_and_its_ledger(ctx_of):
             "contradiction",
             "Which statement about whether the rows that earlier calls put into `orders_report` are kept is correct?",
         ),
+        (
+            "E1",
+            "env_contradiction",
+            "Which statement about whether a value of `customer_id` identifies a single row of `orders` is correct?",
+        ),
     ]
     assert result.ledger[1].evidence == (
         "an implementation ignoring the fact differs: call 4 (CALL sp_checked_report_orders(CAST(6 AS bigint))) differs"
     )
+    assert result.ledger[3].evidence == (
+        "the reference reproduces the suite; the other reading differs: call 1 (CALL "
+        "sp_checked_report_orders(CAST(1 AS bigint))) differs"
+    )
     summary = ledger.summary()
     assert {op: s["accepted"] for op, s in summary.items()} == {
-        "contradiction_injection": 1,
+        "contradiction_injection": 2,
         "information_omission": 1,
         "knowledge_injection": 1,
     }
@@ -273,6 +355,11 @@ def test_each_gate_rejects_what_it_must(ctx_of):
     # a contradiction whose two readings behave alike
     alike = dataclasses.replace(contradiction, alternative=reference)
     assert _verdict(CONTRADICTION_INJECTION, ctx, alike) == "readings_behave_alike"
+    # an env contradiction the database does not refute: its reading behaves as the reference does
+    env = catalogue_perturbation(_fact(ctx_of(CHECKED), "unique_key"), "env_contradiction", "amber")
+    assert _verdict(CONTRADICTION_INJECTION, ctx, dataclasses.replace(env, alternative=reference)) == (
+        "readings_behave_alike"
+    )
     broken = dataclasses.replace(mask, alternative=reference.replace("BEGIN", "BEGN"))
     assert _verdict(INFORMATION_OMISSION, ctx, broken) == "alternative_does_not_install"
     absent = dataclasses.replace(mask, stated="`score` is at most `para_score`")

@@ -4,8 +4,10 @@ A fact is a phrase of the requirement (`stated`) tied to the procedure model: `i
 implementation that does not know it (what an omission must make the reference differ from), and
 `opposite` is the implementation of its conflicting reading (what a contradiction must tell apart).
 Each kind of fact is one row of `FACT_KINDS`: where it is found in a seed, and the texts every
-perturbation writes for it (templates over the site's words). The deterministic proposer draws only
-from this catalogue, so each row is tested with its exact texts.
+perturbation writes for it (templates over the site's words), and the ops it serves. A site may also
+come from the previous round of procedural ILE: the last round's clause, which that round's reference
+ignores. The deterministic proposer draws only from this catalogue, so each row is tested with its exact
+texts.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from plbench.procedures.archetypes import COUNT_COLUMN, Seed
+from plbench.operators.procedural_ile import previous_procedure
+from plbench.procedures.archetypes import COUNT_COLUMN, Seed, main_table
 from plbench.procedures.describe import expression
 from plbench.procedures.dialect_text import ERROR_CODES
 from plbench.procedures.model import Procedure, Sql, rebuild
@@ -26,6 +29,7 @@ from plbench.procedures.scenarios.a2 import FACTS as DOCUMENT_FACTS
 # the solver could guess; ProcArena's "cinder sweep" is of this kind.
 JARGON_WORDS = ("amber", "cobalt", "cinder", "juniper", "quartz", "saffron", "tamarack", "vellum")
 
+TEXT_OPS = ("jargon", "mask", "contradiction")  # the ops that perturb a fact the requirement states
 _OPPOSITE = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT, exp.EQ: exp.NEQ, exp.NEQ: exp.EQ}
 
 
@@ -40,7 +44,9 @@ class FactKind:
     masked: str  # the words that take the stated ones' place when the fact is masked
     jargon: str  # the words that take their place when the fact becomes a term ({term})
     other: str  # the conflicting reading, as one sentence
-    find: Callable[[Seed], list[dict]]  # the sites of the kind in a seed: words, stated, ignored, opposite
+    # the sites of the kind in a seed (and the previous ILE round's seed, if any): words, stated, ignored, opposite
+    find: Callable[[Seed, Seed | None], list[dict]]
+    ops: tuple[str, ...] = TEXT_OPS
 
 
 @dataclass(frozen=True)
@@ -62,10 +68,10 @@ class Fact:
         return self.text("explicit")
 
 
-def _document_fact(archetypes: tuple[str, ...], document_fact: str, stated: str) -> Callable[[Seed], list[dict]]:
+def _document_fact(archetypes: tuple[str, ...], document_fact: str, stated: str) -> Callable[[Seed, Seed | None], list]:
     """A fact A2 also moves into a document: its words, and A2's implementation ignoring it."""
 
-    def find(seed: Seed) -> list[dict]:
+    def find(seed: Seed, previous: Seed | None) -> list[dict]:
         if seed.archetype not in archetypes:
             return []
         table = seed.writes[0]
@@ -75,7 +81,7 @@ def _document_fact(archetypes: tuple[str, ...], document_fact: str, stated: str)
     return find
 
 
-def _comparisons(seed: Seed) -> list[dict]:
+def _comparisons(seed: Seed, previous: Seed | None) -> list[dict]:
     """Each WHERE comparison of a parameter: ignored = the comparison dropped, opposite = its neighbour
     (a boundary moved, = and <> swapped)."""
     params = {p.name for p in seed.procedure.params}
@@ -104,7 +110,7 @@ def _comparisons(seed: Seed) -> list[dict]:
     return sites
 
 
-def _counter_step(seed: Seed) -> list[dict]:
+def _counter_step(seed: Seed, previous: Seed | None) -> list[dict]:
     """status_update's counter: ignored = the counter left alone, opposite = a step of 2 (setting it to 1
     instead would agree with the reference on every suite whose calls select each row once)."""
     if seed.archetype != "status_update":
@@ -125,6 +131,69 @@ def _counter_step(seed: Seed) -> list[dict]:
     ignored = edited(lambda tree, counter: tree.set("expressions", [e for e in tree.expressions if e is not counter]))
     opposite = edited(lambda tree, counter: counter.expression.set("expression", exp.Literal.number(2)))
     return [{"words": {}, "stated": f"adds 1 to {COUNT_COLUMN}", "ignored": ignored, "opposite": opposite}]
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
+
+
+def key_comparisons(tree: exp.Expression, params: set[str]) -> list[exp.EQ]:
+    """`column = parameter` conjuncts of the WHERE of a one-table query with no LIMIT (else none)."""
+    if not isinstance(tree, exp.Select) or tree.args.get("joins") or tree.args.get("limit"):
+        return []
+    if not tree.args.get("group") and any(isinstance(e.unalias(), exp.AggFunc) for e in tree.expressions):
+        return []  # one row whatever the key selects: a reading keeping one row cannot differ
+    where = tree.args.get("where")
+    if where is None or not isinstance(tree.args["from_"].this, exp.Table):
+        return []
+    out = []
+    for node in _conjuncts(where.this):
+        names = [c.name for c in node.find_all(exp.Column)] if isinstance(node, exp.EQ) else []
+        if len(names) == 2 and len(params & set(names)) == 1:
+            out.append(node)
+    return out
+
+
+def _limited_to_one_row(proc: Procedure) -> Procedure:
+    """The procedure whose INSERT keeps at most one row of its query."""
+
+    def one(s):
+        if not (isinstance(s, Sql) and s.kind == "insert"):
+            return s
+        trees = {}
+        for d, tree in s.trees.items():
+            trees[d] = tree.copy()
+            trees[d].set("expression", trees[d].expression.limit(1))
+        return Sql(s.kind, trees)
+
+    return proc.with_body(rebuild(proc.body, one))
+
+
+def _unique_key(seed: Seed, previous: Seed | None) -> list[dict]:
+    """The claim that a key compared by equality identifies one row of the queried table: its reading keeps
+    at most one row. The query is on one table and the comparison is a conjunct of its WHERE, so a call on
+    which that reading differs proves that several rows of the table share the key: the database says
+    otherwise."""
+    if seed.archetype not in ("result_table", "raise_missing"):
+        return []
+    params = {p.name for p in seed.procedure.params}
+    table = main_table(seed.lifted).name
+    one_row = _limited_to_one_row(seed.procedure)
+    sites = []
+    for node in key_comparisons(seed.lifted.trees["postgres"], params):
+        column = next(c.name for c in node.find_all(exp.Column) if c.name not in params)
+        stated = expression(node)
+        sites.append({"words": {"table": table, "column": column}, "stated": stated, "ignored": one_row})
+    return sites
+
+
+def _last_clause(seed: Seed, previous: Seed | None) -> list[dict]:
+    """The clause the last ILE round added: the previous round's reference (run with the new signature) is
+    the implementation that ignores it."""
+    if previous is None or seed.requirement_lines[-1] in previous.requirement_lines:
+        return []
+    clause = seed.requirement_lines[-1]
+    return [{"words": {}, "stated": clause, "ignored": previous_procedure(previous, seed)}]
 
 
 _NO_MATCH = ERROR_CODES["no_match"]
@@ -196,15 +265,38 @@ FACT_KINDS: tuple[FactKind, ...] = (
         "Each call first removes the rows that earlier calls appended to `{table}`.",
         _document_fact(("summary_row",), "summary_row", DOCUMENT_FACTS["summary_row"].stated),
     ),
+    FactKind(
+        "unique_key",
+        "key",
+        "Several rows of `{table}` share a value of `{column}`: a call keeps every row that qualifies.",
+        "whether a value of `{column}` identifies a single row of `{table}`",
+        "",
+        "",
+        "In `{table}`, `{column}` identifies a single row: no two rows share a value of `{column}`.",
+        _unique_key,
+        ("env_contradiction",),
+    ),
+    FactKind(
+        "ile_clause",
+        "rule",
+        "{stated}",
+        "which further business rule the procedure applies",
+        "One more business rule applies, which this requirement does not state.",
+        "",
+        "",
+        _last_clause,
+        ("mask",),
+    ),
 )
 
 
-def facts_of(seed: Seed) -> list[Fact]:
-    """Every fact of the catalogue the seed's requirement states, in catalogue order."""
+def facts_of(seed: Seed, previous: Seed | None = None) -> list[Fact]:
+    """Every fact of the catalogue the seed's requirement states, in catalogue order; `previous` is the
+    previous ILE round's seed when the seed is an enhanced one."""
     text = "\n".join(seed.requirement_lines)
     out = []
     for kind in FACT_KINDS:
-        sites = [s for s in kind.find(seed) if s["stated"] in text]
+        sites = [s for s in kind.find(seed, previous) if s["stated"] in text]
         for n, site in enumerate(sites, start=1):
             fact_id = kind.kind if len(sites) == 1 else f"{kind.kind}:{n}"
             ignored = site["ignored"]

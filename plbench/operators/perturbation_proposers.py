@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from plbench.operators.facts import JARGON_WORDS, Fact, facts_of
+from plbench.operators.facts import JARGON_WORDS, TEXT_OPS, Fact, facts_of
 from plbench.operators.framework import DETERMINISTIC, ProposalError
 from plbench.operators.inputs import task_rng
 from plbench.operators.perturbations import Perturbation, PerturbRequest
@@ -47,10 +47,13 @@ class DeterministicPerturbationProposer:
 
     def proposals(self, request: PerturbRequest) -> Iterator[Perturbation]:
         state = request.state
-        facts = facts_of(request.ctx.seed)
+        facts = [f for f in facts_of(request.ctx.seed, state.previous) if request.op in f.kind.ops]
         task_rng(state.task_id, f"facts:{request.op}").shuffle(facts)
+        facts.sort(key=lambda f: f.kind.ops == TEXT_OPS)  # a kind made for this op first (an ILE task's last clause)
+        # an env contradiction conflicts with the database, so the words it is about may be perturbed already
+        about_text = request.op != "env_contradiction"
         for fact in facts:
-            if fact.fact_id not in state.used and fact.stated in state.text:
+            if fact.fact_id not in state.used and (fact.stated in state.text or not about_text):
                 yield catalogue_perturbation(fact, request.op, jargon_term(state.task_id))
 
     def repair(self, request: PerturbRequest, proposal: Perturbation, diagnostics: str) -> Perturbation | None:
@@ -67,6 +70,9 @@ WHAT = {
     "contradiction": "Add one statement that conflicts with a fact of the requirement. `stated`: empty; "
     "`replacement`: the conflicting statement; `key`: the question that asks which is right; `answer`: "
     "which statement is right and which is wrong.",
+    "env_contradiction": "State one thing about the database (its tables, columns or values) that its data "
+    "contradicts, as if the requirement assumed it. `stated`: empty; `replacement`: the false statement; `key`: "
+    "the question that asks whether it holds; `answer`: what the database holds and that the statement is wrong.",
 }
 SYSTEM = (
     "You perturb the requirement of a PostgreSQL stored procedure for an interactive benchmark. {what} "
@@ -78,6 +84,7 @@ READING = {
     "jargon": "implements the requirement without the fact",
     "mask": "implements the requirement without the fact",
     "contradiction": "implements the conflicting statement instead of the fact",
+    "env_contradiction": "implements the requirement trusting the false statement about the database",
 }
 
 

@@ -6,7 +6,9 @@ by execution on the task's call suite (`AdapterContext.fails`, PostgreSQL):
   the ledger holds the explicit fact. Accepted only if an implementation that misses the fact
   diverges, so resolving the term matters;
 - information omission (op `mask`): a fact is masked. Accepted only if an implementation ignoring
-  it diverges on the call suite (that implementation is executed);
+  it diverges on the call suite (that implementation is executed). On a task from procedural ILE,
+  masking the last round's clause also needs the previous round's reference, executed, to diverge;
+  the ledger entry's evidence names it;
 - contradiction injection (op `contradiction`, or `env_contradiction` when the text contradicts the
   database): a conflicting statement is added. Accepted only if exactly one reading reproduces the
   reference: the reference is executed and reproduces the suite, and the other reading's
@@ -20,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from plbench.operators.framework import Ledger, Operator, Proposer, Rejected, run_round
+from plbench.operators.procedural_ile import previous_reference
+from plbench.procedures.archetypes import Seed
 from plbench.procedures.scenarios.a3 import LEAKAGE
 from plbench.procedures.tasks import AdapterContext
 from plbench.records import Rejection
@@ -29,6 +33,7 @@ STAGE = "perturbations"
 ID_PREFIX = {"jargon": "J", "mask": "M", "contradiction": "C", "env_contradiction": "E"}
 PROPOSALS_PER_OPERATOR = 4
 CONTRADICTIONS = ("contradiction", "env_contradiction")
+PREVIOUS_ROUND = "the previous ILE round's reference differs"
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class PerturbedState:
     entries: tuple[HiddenFact, ...] = ()
     used: tuple[str, ...] = ()  # fact ids already perturbed (one perturbation per fact)
     last: Perturbation | None = None
+    previous: Seed | None = None  # the previous ILE round's seed, when the task comes from procedural ILE
 
     @property
     def text(self) -> str:
@@ -159,6 +165,25 @@ def _must_diverge(ctx: AdapterContext, alternative: str, code: str, detail: str)
     return None if where else Rejected(code, detail)
 
 
+def previous_round_text(state: PerturbedState, p: Perturbation, ctx: AdapterContext) -> str | None:
+    """The previous ILE round's PostgreSQL reference when `p` masks (part of) the last round's clause."""
+    clause = ctx.seed.requirement_lines[-1]
+    if state.previous is None or p.op != "mask" or not p.stated or clause in state.previous.requirement_lines:
+        return None
+    if p.stated not in clause and clause not in p.stated:
+        return None
+    return previous_reference(state.previous, ctx.seed)
+
+
+def previous_round_differs(old: PerturbedState, new: PerturbedState, ctx: AdapterContext) -> Rejected | None:
+    """Masking the last ILE round's clause: the previous round's reference, which ignores it, diverges."""
+    previous = previous_round_text(new, new.last, ctx)
+    if previous is None:
+        return None
+    detail = "the previous ILE round's reference reproduces every call"
+    return _must_diverge(ctx, previous, "previous_round_reproduces", detail)
+
+
 def fact_matters(old: PerturbedState, new: PerturbedState, ctx: AdapterContext) -> Rejected | None:
     """An implementation that ignores the fact diverges from the reference on some call."""
     detail = "an implementation ignoring the fact reproduces every call"
@@ -181,7 +206,7 @@ KNOWLEDGE_INJECTION = Operator(
 INFORMATION_OMISSION = Operator(
     "information_omission",
     realize_for(("mask",), "an implementation ignoring the fact differs"),
-    (no_code, fact_hidden, fact_matters),
+    (no_code, fact_hidden, previous_round_differs, fact_matters),
 )
 CONTRADICTION_INJECTION = Operator(
     "contradiction_injection",
@@ -194,6 +219,7 @@ PERTURBATIONS: tuple[tuple[Operator, str], ...] = (
     (KNOWLEDGE_INJECTION, "jargon"),
     (INFORMATION_OMISSION, "mask"),
     (CONTRADICTION_INJECTION, "contradiction"),
+    (CONTRADICTION_INJECTION, "env_contradiction"),
 )
 
 
@@ -208,16 +234,24 @@ class Perturbed:
 
 
 def _with_evidence(new: PerturbedState, ctx: AdapterContext) -> PerturbedState:
-    """The accepted state, its new entry saying where the alternative diverged (the gate's cached run)."""
+    """The accepted state, its new entry saying which executed implementation diverged and where (the
+    gates' cached runs): the alternative, or the previous ILE round's reference, or both."""
     *kept, entry = new.entries
-    where = ctx.fails(new.last.alternative)
-    return replace(new, entries=(*kept, replace(entry, evidence=f"{entry.evidence}: {where}")), last=None)
+    proofs = [(entry.evidence, new.last.alternative)]
+    previous = previous_round_text(new, new.last, ctx)
+    if previous is not None:
+        proofs = [(PREVIOUS_ROUND, previous)] + ([] if previous == new.last.alternative else proofs)
+    evidence = "; ".join(f"{label}: {ctx.fails(text)}" for label, text in proofs)
+    return replace(new, entries=(*kept, replace(entry, evidence=evidence)), last=None)
 
 
-def perturb(ctx: AdapterContext, proposer: Proposer, ledger: Ledger) -> Perturbed | Rejection:
-    """One perturbation per operator on the seed's A1 requirement, each on another fact."""
+def perturb(
+    ctx: AdapterContext, proposer: Proposer, ledger: Ledger, previous: Seed | None = None
+) -> Perturbed | Rejection:
+    """One perturbation per operator on the seed's A1 requirement, each on another fact; `previous` is the
+    previous ILE round's seed when `ctx` holds an enhanced one."""
     seed = ctx.seed
-    state = PerturbedState(f"{SUBSET}/{seed.seed_id}", tuple(seed.requirement_lines))
+    state = PerturbedState(f"{SUBSET}/{seed.seed_id}", tuple(seed.requirement_lines), previous=previous)
     for round_no, (operator, op) in enumerate(PERTURBATIONS, start=1):
         request = PerturbRequest(state, op, ctx)
         new = run_round(

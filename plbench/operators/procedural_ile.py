@@ -157,11 +157,16 @@ def realize(old: ProcIleState, proposal: Proposal, env: ProcEnv) -> ProcIleState
 # ---- gates ------------------------------------------------------------------------------------------
 
 
-def previous_reference(old: Seed, new: Seed) -> str:
-    """The previous round's PostgreSQL reference with the new signature (ignoring any added parameter)."""
+def previous_procedure(old: Seed, new: Seed) -> Procedure:
+    """The previous round's reference with the new signature (ignoring any added parameter)."""
     if tuple(p.name for p in old.procedure.params) == tuple(p.name for p in new.procedure.params):
-        return old.procedure.render("postgres")
-    return replace(old.procedure, params=new.procedure.params, _rendered={}).render("postgres")
+        return old.procedure
+    return replace(old.procedure, params=new.procedure.params, _rendered={})
+
+
+def previous_reference(old: Seed, new: Seed) -> str:
+    """The previous round's PostgreSQL reference with the new signature."""
+    return previous_procedure(old, new).render("postgres")
 
 
 def distinguishes(old: ProcIleState, new: ProcIleState, env: ProcEnv) -> Rejected | None:
