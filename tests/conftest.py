@@ -10,6 +10,8 @@ import pytest
 
 from plbench.engines.postgres import PostgresEngine
 
+pytest_plugins = ("tests.procedure_fixtures",)  # fixture, seed_build, seeds, env: the procedural fixture database
+
 REPO = Path(__file__).resolve().parent.parent
 PG_DATA_DIR = REPO / ".cache" / "test-pgserver"
 

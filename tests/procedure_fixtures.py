@@ -2,7 +2,9 @@
 
 `load_fixture(engine, folder)` writes it as SQLite, normalizes and loads it into PostgreSQL the way the
 build does, and runs its gold queries through the gold-equivalence check, so seeds are lifted from
-the same EquivalenceResults the build hands over.
+the same EquivalenceResults the build hands over. The module-scoped pytest fixtures below (registered
+for every test by tests/conftest.py) give a test module the loaded database, its validated seeds and
+a procedural-ILE executor on it, so no test module repeats them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from plbench.normalize.emit import NormalizedDatabase, normalize
 from plbench.normalize.load import load_postgres
@@ -79,3 +83,33 @@ def seed_contexts(engine, folder: Path) -> Iterator[Callable]:
     with engine.session(reads=(fixture.pg.schema_name,)) as session:
         workspace = Workspace(session, fixture.pg)
         yield lambda seed_id: context(seeds[seed_id], fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))
+
+
+@pytest.fixture(scope="module")
+def fixture(pg_engine, tmp_path_factory) -> Fixture:
+    """The fixture database, loaded once per test module."""
+    return load_fixture(pg_engine, tmp_path_factory.mktemp("procfix"))
+
+
+@pytest.fixture(scope="module")
+def seed_build(pg_engine, fixture):
+    """The fixture's seeds as the build makes them: validated seeds and rejections."""
+    from plbench.procedures.seeds import database_seeds
+
+    return database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
+
+
+@pytest.fixture(scope="module")
+def seeds(seed_build) -> dict:
+    """The fixture's validated seeds by seed id."""
+    return {v.seed.seed_id: v for v in seed_build.seeds}
+
+
+@pytest.fixture(scope="module")
+def env(pg_engine, fixture):
+    """A procedural-ILE executor on the fixture database (a workspace and its shuffled twin)."""
+    from plbench.operators.procedural_ile import ProcEnv
+    from plbench.procedures.seeds import workspaces
+
+    with workspaces(pg_engine, fixture.pg) as (workspace, shuffled):
+        yield ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)

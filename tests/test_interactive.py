@@ -22,7 +22,6 @@ from plbench.operators.perturbation_proposers import DeterministicPerturbationPr
 from plbench.procedures.build import database_procedures
 from plbench.taskrow import TASK_SCHEMA, task_records
 from tests.chat_stub import running
-from tests.procedure_fixtures import load_fixture
 
 SEED = "procfix/train/6/raise_missing"
 
@@ -88,8 +87,7 @@ def test_the_user_answers_only_from_the_ledger():
 
 
 @pytest.fixture(scope="module")
-def variants(pg_engine, tmp_path_factory):
-    fixture = load_fixture(pg_engine, tmp_path_factory.mktemp("interactive"))
+def variants(pg_engine, fixture):
     built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
     return database_variants(
         pg_engine, fixture.pg, fixture.oracle, built.seeds.seeds, DeterministicPerturbationProposer()

@@ -12,10 +12,8 @@ from plbench.operators.facts import facts_of
 from plbench.operators.framework import Ledger
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer, catalogue_perturbation
 from plbench.operators.perturbations import INFORMATION_OMISSION, PerturbedState, perturb
-from plbench.operators.procedural_ile import ProcedureRuleProposer, ProcEnv, enhance
+from plbench.operators.procedural_ile import ProcedureRuleProposer, enhance
 from plbench.procedures.build import context
-from plbench.procedures.seeds import database_seeds, workspaces
-from tests.procedure_fixtures import load_fixture
 
 SEED = "procfix/train/5/status_update"
 CLAUSE = (
@@ -25,16 +23,10 @@ CLAUSE = (
 
 
 @pytest.fixture(scope="module")
-def enhanced(pg_engine, tmp_path_factory):
+def enhanced(fixture, seeds, env):
     """SEED after two ILE rounds (threshold_parameter, then empty_input_error), and a context on its final round."""
-    fixture = load_fixture(pg_engine, tmp_path_factory.mktemp("perturb_ile"))
-    seeds = {
-        v.seed.seed_id: v for v in database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence).seeds
-    }
-    with workspaces(pg_engine, fixture.pg) as (workspace, shuffled):
-        env = ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)
-        out = enhance(seeds[SEED], env, ProcedureRuleProposer(), 2, Ledger())
-        yield out, context(out.final, fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))
+    out = enhance(seeds[SEED], env, ProcedureRuleProposer(), 2, Ledger())
+    return out, context(out.final, fixture.pg, fixture.oracle, env.workspace, frozenset({"postgres"}))
 
 
 def _clause_mask(ctx, previous):

@@ -11,14 +11,12 @@ import pytest
 
 from plbench.dialects.oracle_grammar import check_statements
 from plbench.operators.framework import Ledger
-from plbench.operators.procedural_ile import ProcedureRuleProposer, ProcEnv, enhance, touched
+from plbench.operators.procedural_ile import ProcedureRuleProposer, enhance, touched
 from plbench.operators.procedural_rules import BY_ID, TEMPLATES, Change, ProcedureRule, RuleContext, apply
 from plbench.operators.procedural_stage import ProceduralIle, database_ile, ile_rows, multiturn_rows, summary
 from plbench.procedures.grade import grade
 from plbench.procedures.rows import grading_task
-from plbench.procedures.seeds import database_seeds, workspaces
 from plbench.procedures.workspace import DatabaseCopy
-from tests.procedure_fixtures import load_fixture
 
 EXPECTED = {  # rule_id -> (seed, clause, PostgreSQL code, Oracle code)
     "skip_null_rows": (
@@ -229,23 +227,6 @@ EXPECTED = {  # rule_id -> (seed, clause, PostgreSQL code, Oracle code)
         ),
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def fixture(pg_engine, tmp_path_factory):
-    return load_fixture(pg_engine, tmp_path_factory.mktemp("procfix"))
-
-
-@pytest.fixture(scope="module")
-def seeds(pg_engine, fixture):
-    out = database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
-    return {v.seed.seed_id: v for v in out.seeds}
-
-
-@pytest.fixture(scope="module")
-def env(pg_engine, fixture):
-    with workspaces(pg_engine, fixture.pg) as (workspace, shuffled):
-        yield ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)
 
 
 def test_every_template_has_its_test():

@@ -15,28 +15,14 @@ from plbench.operators.framework import REPAIR_BUDGET, Ledger
 from plbench.operators.procedural_ile import ProcEnv, TextProcedure, enhance
 from plbench.operators.procedural_llm import LLMJudge, ProcedureLLMProposer
 from plbench.operators.procedural_rules import BY_ID, RuleContext, apply
-from plbench.procedures.seeds import database_seeds, workspaces
 from tests.chat_stub import running
-from tests.procedure_fixtures import load_fixture
 
 SEED = "procfix/train/6/result_table"
 
 
 @pytest.fixture(scope="module")
-def fixture(pg_engine, tmp_path_factory):
-    return load_fixture(pg_engine, tmp_path_factory.mktemp("procfix"))
-
-
-@pytest.fixture(scope="module")
-def validated(pg_engine, fixture):
-    out = database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
-    return next(v for v in out.seeds if v.seed.seed_id == SEED)
-
-
-@pytest.fixture(scope="module")
-def env(pg_engine, fixture):
-    with workspaces(pg_engine, fixture.pg) as (workspace, shuffled):
-        yield ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)
+def validated(seeds):
+    return seeds[SEED]
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,6 @@ from plbench.procedures.build import context, database_procedures
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.tasks import AdapterRejected
 from plbench.procedures.workspace import Workspace
-from tests.procedure_fixtures import load_fixture
-
-
-@pytest.fixture(scope="module")
-def fixture(pg_engine, tmp_path_factory):
-    return load_fixture(pg_engine, tmp_path_factory.mktemp("procscen"))
 
 
 @pytest.fixture(scope="module")

@@ -8,22 +8,9 @@ from plbench.dialects.static_checks import check_block_structure
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
 from plbench.procedures.mutants import OPERATORS, mutants_of
-from plbench.procedures.seeds import database_seeds
 from plbench.procedures.strength import measure, text_columns, trivial_candidates
 from plbench.procedures.suites import CallSuite, call_text, run_seed
 from plbench.procedures.workspace import DatabaseCopy, Workspace
-from tests.procedure_fixtures import load_fixture
-
-
-@pytest.fixture(scope="module")
-def fixture(pg_engine, tmp_path_factory):
-    return load_fixture(pg_engine, tmp_path_factory.mktemp("procfix"))
-
-
-@pytest.fixture(scope="module")
-def seeds(pg_engine, fixture):
-    out = database_seeds(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence)
-    return out, {v.seed.seed_id: v for v in out.seeds}
 
 
 @pytest.fixture
@@ -51,20 +38,19 @@ def test_lift_types_parameters_from_the_compared_columns(fixture):
     assert lifted.tables == ("customer", "orders")
 
 
-def test_a_query_without_literals_is_rejected_with_its_reason(fixture, seeds):
+def test_a_query_without_literals_is_rejected_with_its_reason(fixture, seed_build):
     g = fixture.equivalence[3]
     with pytest.raises(LiftError) as err:
         lift("train/4", "", g.query.sql, g.postgres_sql, g.oracle_sql, fixture.pg, fixture.oracle)
     assert err.value.reason_code == "no_liftable_literal"
-    out, _ = seeds
-    assert ("train/4", "no_liftable_literal") in {(r.source_id, r.reason_code) for r in out.rejections}
+    assert ("train/4", "no_liftable_literal") in {(r.source_id, r.reason_code) for r in seed_build.rejections}
 
 
 # ---- one test per archetype --------------------------------------------------------------------
 
 
 def test_result_table_replaces_the_report_each_call(seeds):
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     assert v.seed.procedure.render("postgres") == (
         "CREATE PROCEDURE sp_report_customer(para_score bigint)\nLANGUAGE plpgsql\nAS $plb$\nBEGIN\n"
         "  DELETE FROM customer_report;\n"
@@ -78,7 +64,7 @@ def test_result_table_replaces_the_report_each_call(seeds):
 
 
 def test_summary_row_appends_the_arguments_and_the_aggregate(seeds):
-    v = seeds[1]["procfix/train/2/summary_row"]
+    v = seeds["procfix/train/2/summary_row"]
     assert v.seed.procedure.render("postgres").splitlines()[4] == (
         "  INSERT INTO orders_summary (arg_status, result_value) VALUES "
         "(para_status, (SELECT COUNT(*) FROM orders WHERE status = para_status));"
@@ -88,7 +74,7 @@ def test_summary_row_appends_the_arguments_and_the_aggregate(seeds):
 
 
 def test_status_update_flags_the_rows_the_predicate_selects(seeds, workspace):
-    v = seeds[1]["procfix/train/1/status_update"]
+    v = seeds["procfix/train/1/status_update"]
     assert v.seed.setup["postgres"] == [
         "ALTER TABLE customer ADD COLUMN review_status text DEFAULT 'unreviewed'",
         "ALTER TABLE customer ADD COLUMN review_count bigint DEFAULT 0",
@@ -109,7 +95,7 @@ def test_status_update_flags_the_rows_the_predicate_selects(seeds, workspace):
 
 
 def test_raise_missing_raises_the_defined_error_per_dialect(seeds):
-    v = seeds[1]["procfix/train/2/raise_missing"]
+    v = seeds["procfix/train/2/raise_missing"]
     assert [r.error for r in v.suite.expected] == [None, None, "PLB01", "PLB01"]
     pg, oracle = v.seed.procedure.render("postgres"), v.seed.procedure.render("oracle")
     assert "RAISE EXCEPTION 'no row of orders has status equal to the argument' USING ERRCODE = 'PLB01';" in pg
@@ -125,7 +111,7 @@ def test_raise_missing_raises_the_defined_error_per_dialect(seeds):
 
 
 def test_every_seed_has_a_numbered_exhaustive_requirement(seeds):
-    lines = seeds[1]["procfix/train/3/raise_missing"].seed.requirement_lines
+    lines = seeds["procfix/train/3/raise_missing"].seed.requirement_lines
     assert lines[1] == "It reads `customer`, `orders`; it writes only `customer_report`; no other table changes."
     assert "SQLSTATE 'PLB01'" in lines[3] and "RAISE_APPLICATION_ERROR(-20001, ...)" in lines[3]
     assert lines[4].startswith("Otherwise: each call first removes every row of `customer_report`")
@@ -135,14 +121,13 @@ def test_every_seed_has_a_numbered_exhaustive_requirement(seeds):
 
 
 def test_calls_that_change_nothing_are_dropped(seeds):
-    v = seeds[1]["procfix/train/1/status_update"]
+    v = seeds["procfix/train/1/status_update"]
     # 90 and the no-match value flag nobody, NULL matches nothing: three calls remain
     assert v.suite.args == ((50,), (20,), (70,))
 
 
-def test_a_reference_that_depends_on_physical_order_is_rejected(seeds):
-    out, _ = seeds
-    reasons = {r.source_id: (r.reason_code, r.detail) for r in out.rejections}
+def test_a_reference_that_depends_on_physical_order_is_rejected(seed_build):
+    reasons = {r.source_id: (r.reason_code, r.detail) for r in seed_build.rejections}
     code, detail = reasons["procfix/train/5/result_table"]
     assert code == "nondeterministic"
     assert detail.startswith("a physically shuffled copy: call 1")
@@ -151,9 +136,8 @@ def test_a_reference_that_depends_on_physical_order_is_rejected(seeds):
 # ---- suite strength ------------------------------------------------------------------------------
 
 
-def test_a_suite_that_cannot_tell_a_predicate_from_its_flip_is_rejected(seeds):
-    out, _ = seeds
-    reasons = {r.source_id: (r.reason_code, r.detail) for r in out.rejections}
+def test_a_suite_that_cannot_tell_a_predicate_from_its_flip_is_rejected(seed_build):
+    reasons = {r.source_id: (r.reason_code, r.detail) for r in seed_build.rejections}
     code, detail = reasons["procfix/train/7/summary_row"]  # archive is empty: the count is 0 either way
     assert code == "weak_suite"
     assert detail == (
@@ -177,7 +161,7 @@ OPERATOR_CASES = {
 @pytest.mark.parametrize("operator", [name for name, _ in OPERATORS])
 def test_each_mutant_operator_makes_a_mutant_the_suite_kills(operator, seeds, workspace):
     seed_id, text = OPERATOR_CASES[operator]
-    v = seeds[1][seed_id]
+    v = seeds[seed_id]
     make = dict(OPERATORS)[operator]
     mutants = make(v.seed.procedure, {"text_columns": text_columns(workspace, v.seed)})
     rendered = [m.procedure.render("postgres") for m in mutants]
@@ -187,11 +171,11 @@ def test_each_mutant_operator_makes_a_mutant_the_suite_kills(operator, seeds, wo
 
 
 def test_boundary_plus_one_needs_a_number_equality(seeds):
-    assert dict(OPERATORS)["boundary_plus_one"](seeds[1]["procfix/train/1/result_table"].seed.procedure, {}) == []
+    assert dict(OPERATORS)["boundary_plus_one"](seeds["procfix/train/1/result_table"].seed.procedure, {}) == []
 
 
 def test_trivial_candidates_fail_every_seed(seeds, workspace):
-    for v in seeds[1].values():
+    for v in seeds.values():
         assert set(trivial_candidates(v.seed, v.suite)) == {"noop", "first_call_only", "state_change_removed"}
         assert measure(workspace, v.seed, v.suite).trivial_passed == [], v.seed.seed_id
 
@@ -199,7 +183,7 @@ def test_trivial_candidates_fail_every_seed(seeds, workspace):
 def test_remeasuring_a_longer_suite_runs_only_what_its_first_calls_let_pass(seeds, workspace):
     """measure(..., previous) after strengthening: the same figures as measuring from scratch."""
     compared = 0
-    for v in seeds[1].values():
+    for v in seeds.values():
         prefix = CallSuite(v.suite.args[:1], v.suite.expected[:1], v.suite.initial)
         first = measure(workspace, v.seed, prefix)
         if not (first.surviving or first.trivial_passed):
@@ -220,7 +204,7 @@ def test_reading_only_the_written_tables_gives_every_tables_state_as_a_full_read
     """run_seed reads only the seed's tables after each call: for the reference, every mutant and every
     trivial candidate the per-call state of every table is what reading all of them gives."""
     compared = 0
-    for v in seeds[1].values():
+    for v in seeds.values():
         procedures = [v.seed.procedure] + [m.procedure for m in mutants_of(v.seed.procedure, {})]
         procedures += list(trivial_candidates(v.seed, v.suite).values())
         for procedure in procedures:
@@ -249,13 +233,13 @@ def _task(v, fixture) -> ProcedureTask:
 
 
 def test_the_reference_passes_every_call(pg_engine, seeds, fixture):
-    v = seeds[1]["procfix/train/3/raise_missing"]
+    v = seeds["procfix/train/3/raise_missing"]
     result = grade(pg_engine, _task(v, fixture), v.seed.procedure.render("postgres"))
     assert result.passed and result.call_verdicts == ["pass"] * len(v.suite.expected)
 
 
 def test_touching_another_table_fails_and_names_it(pg_engine, seeds, fixture):
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     candidate = v.seed.procedure.render("postgres").replace(
         "END;\n$plb$;", "  UPDATE orders SET status = 'seen' WHERE order_id = 10;\nEND;\n$plb$;"
     )
@@ -267,7 +251,7 @@ def test_touching_another_table_fails_and_names_it(pg_engine, seeds, fixture):
 
 
 def test_failing_only_call_3_gets_those_verdicts(pg_engine, seeds, fixture):
-    v = seeds[1]["procfix/train/1/result_table"]  # calls with 50, 20, 70, 90
+    v = seeds["procfix/train/1/result_table"]  # calls with 50, 20, 70, 90
     candidate = v.seed.procedure.render("postgres").replace(
         "WHERE score > para_score;", "WHERE score > para_score OR (para_score = 70 AND score = 20);"
     )
@@ -277,14 +261,14 @@ def test_failing_only_call_3_gets_those_verdicts(pg_engine, seeds, fixture):
 
 
 def test_a_candidate_that_does_not_install_is_an_invalid_artifact(pg_engine, seeds, fixture):
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     result = grade(pg_engine, _task(v, fixture), "CREATE PROCEDURE sp_report_customer(")
     assert not result.passed and result.category == "invalid_artifact"
     assert result.detail.startswith("does not install: 42601")
 
 
 def test_a_candidate_that_commits_fails_the_call(pg_engine, seeds, fixture):
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     candidate = v.seed.procedure.render("postgres").replace("END;\n$plb$;", "  COMMIT;\nEND;\n$plb$;")
     result = grade(pg_engine, _task(v, fixture), candidate)
     assert not result.passed and result.detail.startswith("call 1: expected no error, got error 2D000")
@@ -301,7 +285,7 @@ def test_a_candidate_that_commits_fails_the_call(pg_engine, seeds, fixture):
     ],
 )
 def test_a_candidate_that_drops_or_replaces_a_table_fails_the_call(pg_engine, seeds, fixture, tampering, detail):
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     candidate = v.seed.procedure.render("postgres").replace("END;\n$plb$;", f"  {tampering}\nEND;\n$plb$;")
     if not tampering:
         candidate += "\nDROP TABLE archive; CREATE VIEW archive AS SELECT 1 AS id, 'x'::text AS note;"
@@ -312,7 +296,7 @@ def test_a_candidate_that_drops_or_replaces_a_table_fails_the_call(pg_engine, se
 
 def test_a_setup_that_does_not_parse_leaves_the_workspace_whole(seeds, workspace):
     """The setup runs on its own round trip: a string that does not parse runs nothing, not even a savepoint."""
-    v = seeds[1]["procfix/train/1/result_table"]
+    v = seeds["procfix/train/1/result_table"]
     broken = workspace.run(["CREATE TABLE plb_broken (column int)"], v.seed.procedure.render("postgres"), [])
     assert broken.install_error.startswith("42601: syntax error")
     again = workspace.run(v.seed.setup["postgres"], v.seed.procedure.render("postgres"), _calls(v), v.seed.writes)
