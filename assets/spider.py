@@ -35,7 +35,12 @@ from plbench.spider.summary import NormalizationSummary, summarize_normalization
 GROUP = "spider"
 DATABASES = dg.DynamicPartitionsDefinition(name="database")
 RAW_ASSETS = {"spider1": "spider1_raw", "spider2_lite": "spider2_lite_raw"}
-SOURCES = {"spider_plsql": "spider1", "spider2": "spider2_lite"}  # release subset -> raw dataset
+SOURCES = {"spider_plsql": "spider1", "spider2": "spider2_lite", "procedures": "spider1"}  # subset -> raw dataset
+
+
+def selected_sources(config: BuildConfig) -> list[str]:
+    """The raw Spider datasets the selected subsets read, in SOURCES order."""
+    return list(dict.fromkeys(source for subset, source in SOURCES.items() if subset in config.subsets))
 
 
 def _ingest(source: str, config: BuildConfig) -> SpiderInputs:
@@ -45,8 +50,7 @@ def _ingest(source: str, config: BuildConfig) -> SpiderInputs:
 def register_database_partitions(instance: dg.DagsterInstance, config: BuildConfig) -> list[str]:
     """Make the `database` partitions exactly the selected datasets' databases, before a run starts
     (a run's partition range is fixed when it is launched). Returns the keys, in registration order."""
-    selected = [source for subset, source in SOURCES.items() if subset in config.subsets]
-    wanted = [key for source in selected for key in database_keys(config, source)]
+    wanted = [key for source in selected_sources(config) for key in database_keys(config, source)]
     existing = instance.get_dynamic_partitions(DATABASES.name)
     for key in existing:
         if key not in wanted:
@@ -55,7 +59,7 @@ def register_database_partitions(instance: dg.DagsterInstance, config: BuildConf
     return instance.get_dynamic_partitions(DATABASES.name)
 
 
-def _raw_asset(subset: str, source: str):
+def _raw_asset(source: str):
     @dg.asset(
         name=RAW_ASSETS[source],
         group_name=GROUP,
@@ -65,8 +69,8 @@ def _raw_asset(subset: str, source: str):
     )
     @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> SpiderInputs | None:
-        if subset not in build.subsets:
-            context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
+        if source not in selected_sources(build):
+            context.log.info(f"no subset reading {source} is among the selected subsets {build.subsets}")
             return None
         inputs = _ingest(source, build)
         context.add_output_metadata(
@@ -83,8 +87,8 @@ def _raw_asset(subset: str, source: str):
     return raw
 
 
-spider1_raw = _raw_asset("spider_plsql", "spider1")
-spider2_lite_raw = _raw_asset("spider2", "spider2_lite")
+spider1_raw = _raw_asset("spider1")
+spider2_lite_raw = _raw_asset("spider2_lite")
 
 
 # The single-run backfill policy is marked beta; it is what runs every database in one run.
@@ -246,7 +250,7 @@ def spider_plsql_tasks(
     reports_oracle: dict[str, DatabaseReport] | None,
     reports_postgres: dict[str, DatabaseReport] | None,
 ) -> SpiderTasks:
-    if spider1_raw is None:
+    if spider1_raw is None or "spider_plsql" not in build.subsets:  # spider1_raw may serve procedures only
         return SpiderTasks("spider_plsql")
     stored = _by_dialect(reports_oracle, reports_postgres)
     with engines.open("postgres") as engine, engines.open("oracle") as oracle:

@@ -1,7 +1,8 @@
 """The procedures subset on a sample of the Spider 1.0 mirror: figures per scenario, and time against the
 normalize-load-verify work of the same databases in the same run.
 
-For each sampled database (every k-th of the mirror's, in name order): read, normalize, load into
+For each sampled database (every k-th of the mirror's, in name order; or, with --databases N, the N the
+build takes with PLBENCH_PROCEDURE_DATABASES=N): read, normalize, load into
 PostgreSQL and run its gold queries (the baseline: what the build does before procedures), then seeds,
 call suites, mutants and every scenario adapter. Prints seeds validated, tasks per scenario and dialect,
 rejections by reason, mutants killed / total per scenario, and seconds: the baseline's and the procedures'
@@ -9,7 +10,7 @@ split into phases (explore: the candidate calls' run; record: the recorded and d
 mutants: mutants and trivial candidates; strengthen; scenarios: the adapters), each with its round trips
 to the server, and the full mirror's procedures time projected from the sample's share of databases.
 
-    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedures_sample.py [--every 8]
+    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedures_sample.py [--every 8 | --databases 10]
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from plbench.normalize.emit import normalize  # noqa: E402
 from plbench.normalize.load import load_postgres  # noqa: E402
 from plbench.normalize.sqlite_source import read_sqlite  # noqa: E402
 from plbench.procedures import build, seeds, strength, suites  # noqa: E402
+from plbench.procedures.stages import selected_databases  # noqa: E402
 from plbench.spider import gold  # noqa: E402
+from plbench.spider.stages import ingest_spider1  # noqa: E402
 
 PHASES = {
     "explore": (seeds, "build_suite"),
@@ -89,10 +92,14 @@ def mirror_spider(config: BuildConfig) -> tuple[Path, list, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=int, default=8, help="take every k-th database")
+    parser.add_argument("--databases", type=int, help="take the databases the build takes with this cap")
     args = parser.parse_args()
     config = BuildConfig.from_env()
     root, queries, every_name = mirror_spider(config)
-    names = every_name[:: args.every]
+    if args.databases:
+        names = selected_databases(ingest_spider1(config).databases, args.databases)[0]
+    else:
+        names = every_name[:: args.every]
     phases = Phases()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
     seeds, tasks, rejected, kills = 0, Counter(), Counter(), Counter()

@@ -9,7 +9,7 @@ per stage of `plbench validate`, so each run in the list says what it did.
 
 import dagster as dg
 
-from assets import crosscheck, mbpp, operators, release, replay, spider, validation
+from assets import crosscheck, mbpp, operators, procedures, release, replay, spider, validation
 from assets.subsets import subset_assets
 from assets.versions import code_version, config_digest
 from pipelines.executors import executor_for
@@ -39,6 +39,7 @@ ASSETS_BY_MODULE = {
         spider.spider_plsql_tasks,
         spider.spider2_tasks,
     ],
+    procedures: procedures.ASSETS,
     release: [release.release],  # release_tables is made per build of the definitions (_assets)
     crosscheck: [crosscheck.crosscheck_candidates, crosscheck.crosscheck],
     validation: [validation.validation_reports],
@@ -101,6 +102,7 @@ def build_definitions(config: BuildConfig) -> dg.Definitions:
             *replay.replay_checks,
             spider.databases_loaded,
             spider.gold_equivalence_floor,
+            *procedures.CHECKS,
             release.quality_suites,
         ],
         jobs=_jobs(),

@@ -17,12 +17,14 @@ STAGES = {
     "roundtrip": ["roundtrip_{dialect}"],
     "normalize": ["normalized_databases_{dialect}", "normalization_report"],
     "spider_tasks": ["spider_plsql_tasks", "spider2_tasks"],
+    "procedures": ["procedure_seeds", "procedure_tasks"],
     "crosscheck": ["crosscheck_candidates", "crosscheck"],
 }
 # What a stage rerun reads from storage: a build must have stored it first.
 STAGE_NEEDS = {
     "normalize": ["spider1_raw", "spider2_lite_raw"],
     "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
+    "procedures": ["spider1_raw", "normalization_report"],
     "crosscheck": ["release_tables"],
 }
 DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]

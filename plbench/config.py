@@ -11,7 +11,7 @@ from plbench.llm import LLMSettings, not_configured
 from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
-SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2")
+SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2", "procedures")
 DIALECT_NAMES = ("oracle", "postgres")
 NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
 # A JSON file of settings (BuildConfig.to_settings) every process of one build reads: the UI's code
@@ -26,6 +26,7 @@ PATH_SETTINGS = (
     "download_dir",
     "crosscheck_solutions",
 )
+PROCEDURE_DATABASES = 10  # the default of BuildConfig.procedure_databases (see there)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,11 @@ class BuildConfig:
     # (one Kubernetes job per step; the cluster settings go in the run config). Never part of a release.
     executor: str = "in_process"
     celery_broker: str | None = None
+    # Procedures (subset procedures): how many Spider 1.0 databases take part, spread over the name order
+    # (PLBENCH_PROCEDURE_DATABASES; 0: every one). Seeds, suites, mutants and scenarios took 62 s a database
+    # at a load average of 10 on this 2-core machine, 11 seeds a database (bench/procedures_sample.py --every
+    # 16: 11 databases, 120 seeds, 687 s): all 163 would add hours to the build, so the default takes 10.
+    procedure_databases: int = PROCEDURE_DATABASES
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -105,6 +111,7 @@ class BuildConfig:
             "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
             "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
+            "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),
         }
         if env.get(SETTINGS_ENV):
             values.update(read_settings(Path(env[SETTINGS_ENV])))
@@ -142,6 +149,7 @@ class BuildConfig:
             "spider_row_cap": self.spider_row_cap,
             "ile_proposer": self.ile_proposer if self.ile_proposer == "deterministic" else f"llm:{self.llm}",
             "ile_rounds": self.ile_rounds,
+            "procedure_databases": self.procedure_databases,
         }
 
 

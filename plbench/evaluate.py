@@ -2,8 +2,10 @@
 
 Per candidate, by the kind of its task (plbench.grading): a function task (MBPP, MBPP+) calls the
 candidate per case from the client and compares in Python; a block task (Spider) compares the lines
-the block printed. A candidate that does not install is classified from the engine's diagnostic;
-when the task's own setup fails, the row is a `reference_error`, left out of the scores. A candidate
+the block printed; a procedure task (procedures) runs its call suite and compares, after every call,
+the error, the output and every table's state (one case per call; EX is Suite Pass@1). A candidate
+that does not install is classified from the engine's diagnostic; when the task's own setup fails,
+the row is a `reference_error`, left out of the scores. A candidate
 naming no task of the release, an unknown dialect or a dialect without an engine gets rows that say
 so (`not_graded`), also left out of the scores. A candidate that ends its own database session is
 its failure; a server that stops answering stops the run (the results so far are kept).
@@ -27,6 +29,7 @@ from plbench.diagnostics import INVALID_ARTIFACT
 from plbench.engines.base import Engine, EngineUnavailable
 from plbench.grading.blocks import grade_block
 from plbench.grading.functions import grade_function
+from plbench.grading.procedures import grade_procedure
 from plbench.grading.results import NOT_GRADED
 
 
@@ -84,7 +87,10 @@ def read_tasks(release_dir: Path) -> dict[tuple[str, str], dict]:
 
 
 def task_kind(task: dict) -> str | None:
-    """How a release row is graded: "function" (a signature to call), "block" (lines to print), or None."""
+    """How a release row is graded: "procedure" (a call suite), "function" (a signature to call), "block"
+    (lines to print), or None."""
+    if task.get("call_suite"):
+        return "procedure"
     if task.get("signature"):
         return "function"
     cases = json.loads(task["test_cases"])
@@ -95,7 +101,10 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None) -> l
     """Case rows (case, verdict, category, detail) of one candidate, whatever the candidate does to
     its own session; EngineUnavailable only when the server itself is gone."""
     try:
-        if task_kind(task) == "function":
+        kind = task_kind(task)
+        if kind == "procedure":
+            return grade_procedure(engine, task, code, schema)
+        if kind == "function":
             return grade_function(engine, task, code)
         return grade_block(engine, task, code, schema if engine.loaded(schema) else None)
     except EngineUnavailable as exc:

@@ -382,6 +382,34 @@ def test_the_releases_own_spider_reference_code_scores_one_and_trivial_candidate
     assert {r["subset"] for r in trivial} <= {"spider_plsql", "spider2"}
 
 
+def test_procedures_are_in_the_default_build_and_their_references_score_one(setup, pg_engine):
+    from plbench.evaluate import Candidate, evaluate
+    from plbench.grading.results import summarize
+
+    config, _ = setup
+    path, manifest, tasks, rejections = _release(config)
+    counts = manifest["subsets"]["procedures"]
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    rows = [t for t in tasks if t["subset"] == "procedures"]
+    postgres = [t for t in rows if t["dialect"] == "postgres"]
+    assert counts["released"] == {"postgres": len(postgres), "oracle": len(rows) - len(postgres)} and postgres
+    assert {t["replay_status"] for t in rows if t["dialect"] == "oracle"} == {"not_run"}
+    assert {t["scenario"] for t in postgres} >= {"a1", "a2", "a3", "a4", "b1", "b3", "b4", "c2"}
+    section = manifest["procedures"]
+    assert section["seeds"]["validated"] > 0 and section["seeds"]["databases"] == 1
+    gate = manifest["trivial_candidates"]["procedures"]["groups"]["procedures/postgres"]
+    assert gate["tasks"] == len(postgres) and all(
+        c == {"ran": len(postgres), "passed": []} for c in gate["candidates"].values()
+    )
+    if manifest["oracle_syntax"]["ran"]:
+        parsed = manifest["oracle_syntax"]["by_subset"]["procedures"]
+        assert {kind: v["failed"] for kind, v in parsed.items()} == dict.fromkeys(parsed, 0)
+        assert set(parsed) == {"call", "reference", "scaffold", "setup"}
+    candidates = [Candidate(t["task_id"], "postgres", t["reference_code"]) for t in postgres]
+    summary = summarize(evaluate(path, candidates, {"postgres": pg_engine}))["procedures/postgres"]
+    assert summary["tasks"] == len(postgres) and summary["suite_pass@1"] == 1.0
+
+
 def test_each_validation_stage_has_its_report_beside_the_release(setup):
     config, _ = setup
     _, manifest, _, _ = _release(config)

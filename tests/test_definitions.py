@@ -30,6 +30,8 @@ def test_definitions_load_and_wire_every_stage():
         "normalization_report",
         "spider_plsql_tasks",
         "spider2_tasks",
+        "procedure_seeds",
+        "procedure_tasks",
         "release_tables",
         "crosscheck_candidates",
         "crosscheck",
@@ -43,6 +45,7 @@ def test_definitions_load_and_wire_every_stage():
         "mbpp_tasks",
         "spider_plsql_tasks",
         "normalization_report",
+        "procedure_tasks",
     } <= upstream
     normalized = graph.get(dg.AssetKey(["normalized_databases_postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database
@@ -57,6 +60,9 @@ def test_blocking_checks_guard_tasks_and_replay():
         ("replay_validation_oracle", "retention_floor"),
         ("normalization_report", "databases_loaded"),
         ("normalization_report", "gold_equivalence_floor"),
+        ("procedure_tasks", "references_pass_their_suites"),
+        ("procedure_tasks", "mutant_floor"),
+        ("procedure_tasks", "trivial_candidates_fail"),
         ("release_tables", "quality_suites"),
     }
 

@@ -115,3 +115,48 @@ def test_spider2_records_reconcile_and_say_validation_did_not_run(manifest):
 
 def test_every_release_table_passes_its_quality_suite(manifest):
     assert all(suite["success"] for suite in manifest["quality"].values()), manifest["quality"]
+
+
+# Procedures: the default build takes PLBENCH_PROCEDURE_DATABASES=10 databases (build time). On those ten
+# `python bench/procedures_sample.py --databases 10` measured 121 seeds over 9 databases (academic is too
+# large to copy per run), per dialect 121 tasks in A1-A4, B1, B3, B4 and C2 (PostgreSQL only), 93 in A5 and
+# C1, every mutant killed. The floors below sit just under those; the issue's figures need every database.
+PROCEDURE_FLOORS = {"a5": 85, "c1": 85}  # scenario -> tasks per dialect; the others 110
+
+
+def test_procedure_seeds_and_scenarios_reach_the_capped_build_floors(manifest):
+    section = manifest["procedures"]
+    assert section["databases"] == {"taking_part": 10, "left_out": 156}
+    assert section["seeds"]["validated"] >= 110 and section["seeds"]["databases"] >= 9, section["seeds"]
+    released = manifest["subsets"]["procedures"]["released"]
+    assert released["postgres"] >= 10 * 85 and released["oracle"] >= 9 * 85, released
+    for key, scenario in section["scenarios"].items():
+        assert scenario["released"] >= PROCEDURE_FLOORS.get(key.split("/")[0], 110), (key, scenario)
+        assert scenario["kill_rate"] >= 0.95 and scenario["trivial_candidates_passed"] == 0, (key, scenario)
+        assert scenario["determinism_checked"] == scenario["released"]
+
+
+def test_no_released_procedure_task_is_passed_by_a_trivial_candidate_or_fails_the_grammar(manifest):
+    gate = manifest["trivial_candidates"]["procedures"]
+    assert gate["ran"] and all(
+        c["passed"] == [] and c["ran"] == group["tasks"]
+        for group in gate["groups"].values()
+        for c in group["candidates"].values()
+    )
+    assert "trivial_candidate_passes" not in manifest["subsets"]["procedures"]["rejected_by_dialect"]["postgres"]
+    procedures = manifest["oracle_syntax"]["by_subset"]["procedures"]
+    assert all(kind["failed"] == 0 for kind in procedures.values()), procedures
+    replay = manifest["validation"]["procedures"]
+    assert replay["postgres"]["replay"]["failed"] == 0 and replay["oracle"]["replay"]["ran"] is False
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reached by the default build (10 databases): measured 121 seeds over 9 databases, 93-121 tasks "
+    "per scenario and dialect; the issue asks >= 1000 seeds over >= 120 databases and >= 150 per scenario, which "
+    "needs PLBENCH_PROCEDURE_DATABASES=0 (every database, hours of build time at the measured 62 s a database)",
+)
+def test_procedures_reach_the_issues_figures(manifest):
+    section = manifest["procedures"]
+    assert section["seeds"]["validated"] >= 1000 and section["seeds"]["databases"] >= 120
+    assert all(s["released"] >= 150 for s in section["scenarios"].values())

@@ -4,6 +4,7 @@ on a task that breaks it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import sqlglot
@@ -249,6 +250,7 @@ def test_manifest_section_counts_every_scenario_and_dialect(built):
     assert a5["input"] == seeds and a5["released"] + a5["rejected"]["a5_not_applicable"] == seeds
     assert "c2/oracle" not in section["scenarios"] and section["scenarios"]["c2/postgres"]["released"] == seeds
     assert all(v["kill_rate"] == 1.0 for v in section["scenarios"].values())
+    assert a5["trivial_candidates_passed"] == 0 and a5["determinism_checked"] == a5["released"] > 0
     assert below_floor(section) == []
     section["scenarios"]["a1/postgres"]["kill_rate"] = 0.9
     assert below_floor(section) == ["a1/postgres: 90.0% of mutants killed"]
@@ -387,3 +389,140 @@ def test_b3_malformed_line_edits_fail_naming_the_task(pg_engine, built, submissi
     graded = grade_row(pg_engine, row, submission)
     assert not graded.passed and graded.category == "invalid_artifact"
     assert graded.detail.startswith(f"{row.task_id}: ") and reason in graded.detail, graded.detail
+
+
+# ---- the subset: release part, trivial gate, Oracle grammar, evaluate ---------------------------
+
+
+@pytest.fixture(scope="module")
+def part(pg_engine, built):
+    from types import SimpleNamespace
+
+    from plbench.config import BuildConfig
+    from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
+    from plbench.subsets.procedures import release_part
+
+    stage = ProcedureTasks(ProcedureSeeds({"procfix": built.seeds}), [built], ("postgres",), pg_engine.version())
+    return release_part(BuildConfig(), SimpleNamespace(inputs={"spider/train_gold.sql": "0" * 64}), stage)
+
+
+def _rows_of(part, seed_id, dialect=None):
+    return [r for r in part.rows if r.source_id.split("/", 1)[1] == seed_id and dialect in (None, r.dialect)]
+
+
+def test_the_subset_part_reconciles_in_both_dialects(part, built):
+    from plbench.config import NO_ORACLE
+    from plbench.release import subset_counts
+
+    counts = subset_counts("procedures", part.input_count, part.rows, part.rejections)
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    seeds = len(built.seeds.seeds)
+    assert part.input_count == len(built.seeds.rejections) + len(ADAPTERS) * seeds
+    assert counts["released"]["postgres"] == sum(t.dialect == "postgres" for t in built.tasks)
+    assert counts["rejected_by_dialect"]["oracle"] == {"not_in_dialect": seeds}  # C2 is graded on PostgreSQL
+    row = _rows_of(part, CHECKED, "oracle")[0]
+    assert (row.source_id, row.replay_status, row.replay_detail) == (f"{row.scenario}/{CHECKED}", "not_run", NO_ORACLE)
+    assert all(getattr(r, c) is not None for r in part.rows for c in ("materials", "call_suite", "statements"))
+    scenarios = part.manifest["procedures"]["scenarios"]
+    assert scenarios["a1/oracle"]["released"] == seeds and scenarios["a1/postgres"]["kill_rate"] == 1.0
+    assert part.validation["oracle"]["replay"] == {"ran": False, "reason": NO_ORACLE}
+
+
+def test_the_release_gate_runs_three_trivial_candidates_on_every_procedure_row(part, pg_engine):
+    from plbench.grading.trivial import gate_parts
+
+    one = dataclasses.replace(part, rows=_rows_of(part, REPORT))
+    gated = gate_parts([one], pg_engine)[0]
+    group = gated.manifest["trivial_candidates"]["procedures"]["groups"]["procedures/postgres"]
+    tasks = len(_rows_of(part, REPORT, "postgres"))
+    assert group["tasks"] == tasks > 0 and gated.rows == one.rows
+    assert group["candidates"] == {
+        name: {"ran": tasks, "passed": []} for name in ("first_call_only", "noop", "state_change_removed")
+    }
+    # a "trivial" candidate that is the reference passes: the task is rejected in both dialects
+    a1 = [r for r in one.rows if r.scenario == "a1"]
+    reference = next(r for r in a1 if r.dialect == "postgres")
+    rigged = dataclasses.replace(
+        one, rows=a1, trivial_candidates={reference.key: [("reference", reference.reference_code)]}
+    )
+    out = gate_parts([rigged], pg_engine)[0]
+    refused = {(r.source_id, r.dialect, r.reason_code) for r in out.rejections if r.stage == "trivial_candidates"}
+    assert out.rows == [] and refused == {
+        (reference.source_id, d, "trivial_candidate_passes") for d in ("oracle", "postgres")
+    }
+
+
+def test_oracle_procedure_rows_are_parsed_statement_by_statement(part):
+    from plbench.dialects.oracle_syntax import release_statements
+
+    row = next(r for r in _rows_of(part, REPORT, "oracle") if r.scenario == "a1")
+    kinds = {key.split("#")[1]: s.kind for key, s in release_statements([row], [], []).items()}
+    calls = len(json.loads(row.test_cases))
+    assert kinds == {"scaffold": "scaffold", "reference": "reference", "setup/0": "setup"} | {
+        f"call/{n}": "call" for n in range(calls)
+    }
+
+
+def test_every_oracle_statement_of_the_procedure_rows_parses(part):
+    import os
+
+    from plbench.dialects.oracle_grammar import unavailable_reason
+    from plbench.dialects.oracle_syntax import oracle_syntax_gate
+
+    if reason := unavailable_reason():
+        (pytest.fail if os.environ.get("PLBENCH_REQUIRE_ORACLE_GRAMMAR") else pytest.skip)(f"no parser: {reason}")
+    rows = _rows_of(part, CHECKED, "oracle")
+    gate = oracle_syntax_gate(rows)
+    assert gate.section["failed"] == 0 and gate.rows == rows, gate.section["failures"][:3]
+    assert set(gate.section["by_subset"]["procedures"]) == {"call", "reference", "scaffold", "setup"}
+    broken = dataclasses.replace(rows[0], reference_code=rows[0].reference_code.replace("END IF;", "END;", 1))
+    refused = oracle_syntax_gate([broken]).rejections
+    assert [(r.source_id, r.reason_code) for r in refused] == [(broken.source_id, "oracle_syntax")]
+
+
+def _evaluate(part, pg_engine, candidates):
+    from plbench.evaluate import Release, run_candidates
+    from plbench.taskrow import as_record
+
+    release = Release("t", {r.key: as_record(r) for r in part.rows}, {})
+    return [row for _, _, _, rows in run_candidates(release, candidates, {"postgres": pg_engine}) for row in rows]
+
+
+def test_evaluate_scores_the_references_one_with_a_verdict_per_call(part, pg_engine):
+    from plbench.evaluate import Candidate
+    from plbench.grading.results import summarize
+
+    rows = _rows_of(part, CHECKED, "postgres")
+    cases = _evaluate(part, pg_engine, [Candidate(r.task_id, "postgres", r.reference_code) for r in rows])
+    summary = summarize(cases)["procedures/postgres"]
+    assert summary["tasks"] == len(rows) and summary["suite_pass@1"] == 1.0
+    calls = len(json.loads(rows[0].call_suite)["calls"])
+    assert len(cases) == len(rows) * calls and {c["verdict"] for c in cases} == {"PASS"}
+
+
+def test_evaluate_names_the_table_a_candidate_should_not_touch_and_each_calls_verdict(part, pg_engine):
+    from plbench.evaluate import Candidate
+
+    row = next(r for r in _rows_of(part, REPORT, "postgres") if r.scenario == "a1")
+    touches = row.reference_code.replace(
+        "END;\n$plb$;", "  UPDATE orders SET status = 'seen' WHERE order_id = 10;\nEND;\n$plb$;"
+    )
+    third = row.reference_code.replace(
+        "WHERE score > para_score;", "WHERE score > para_score OR (para_score = 70 AND score = 20);"
+    )
+    touched, wrong_third = (
+        _evaluate(part, pg_engine, [Candidate(row.task_id, "postgres", c)]) for c in (touches, third)
+    )
+    assert [c["verdict"] for c in touched] == ["FAIL"] * 4
+    assert touched[0]["detail"] == "state differs after call 1: table orders, 1 row changed"
+    assert touched[0]["category"] == "wrong_logic_or_output"
+    assert [c["verdict"] for c in wrong_third] == ["PASS", "PASS", "FAIL", "PASS"]
+    assert wrong_third[2]["detail"] == "state differs after call 3: table customer_report, 1 row added"
+
+
+def test_the_scenarios_of_one_seed_share_what_their_verdicts_depend_on(part):
+    from plbench.grading.trivial import grading_inputs
+    from plbench.taskrow import as_record
+
+    inputs = {r.scenario: grading_inputs(as_record(r)) for r in _rows_of(part, CHECKED, "postgres")}
+    assert inputs["a1"] == inputs["b1"] == inputs["c2"] and inputs["a5"] != inputs["a1"]  # A5 installs components

@@ -219,6 +219,7 @@ END billing;"""
 
 def test_the_detector_finds_each_construct_and_ignores_comments_and_literals():
     assert detect_constructs(PACKAGE) == {
+        "select_into",
         "package",
         "procedure",
         "explicit_cursor",
@@ -234,6 +235,32 @@ def test_the_detector_finds_each_construct_and_ignores_comments_and_literals():
         "LANGUAGE plpgsql AS $$ BEGIN EXECUTE format('SELECT %s', 1); END $$;"
     )
     assert detect_constructs(pg) == {"object_type", "collection_type", "function", "dynamic_sql"}
+
+
+def test_the_detector_finds_what_a_procedure_does_in_either_dialect():
+    pg = (
+        "CREATE PROCEDURE sp_flag(para_score bigint)\nLANGUAGE plpgsql\nAS $plb$\nDECLARE\n  v_n bigint;\nBEGIN\n"
+        "  SELECT COUNT(*) INTO v_n FROM customer WHERE score > para_score;\n  IF v_n = 0 THEN\n"
+        "  RAISE EXCEPTION 'no row' USING ERRCODE = 'PLB01';\nELSE\n  DELETE FROM report;\n"
+        "  INSERT INTO report (name) SELECT name FROM customer WHERE score > para_score;\n"
+        "  UPDATE customer AS c SET flag = 1 WHERE score > para_score;\nEND IF;\nEND;\n$plb$;"
+    )
+    assert detect_constructs(pg) == {
+        "procedure",
+        "select_into",
+        "if_else",
+        "raise_error",
+        "dml_delete",
+        "dml_insert",
+        "dml_update",
+    }
+    oracle = (
+        "CREATE OR REPLACE PROCEDURE sp_flag(para_score IN customer.score%TYPE)\nIS\n  v_n NUMBER;\nBEGIN\n"
+        "  UPDATE customer SET flag = 1 WHERE score > para_score;\n"
+        "  RAISE_APPLICATION_ERROR(-20001, 'IF x THEN');\nEND sp_flag;"
+    )
+    assert detect_constructs(oracle) == {"procedure", "dml_update", "raise_error"}
+    assert detect_constructs("INSERT INTO t SELECT a FROM s; -- DELETE FROM t") == {"dml_insert"}
 
 
 def test_tables_and_columns_come_from_the_embedded_sql():

@@ -1,6 +1,7 @@
 """The release's Oracle syntax gate: every Oracle statement it ships, parsed by the PL/SQL grammar.
 
-Task rows (their setup's type DDL, scaffold, test block, reference block), each database's DDL
+Task rows (their setup's type DDL, scaffold, test block, reference block; a procedure row's setup
+statements, reference procedure and calls), each database's DDL
 and constraints, and the Oracle text of every gold query go to the parser in one call
 (plbench.dialects.oracle_grammar), so its processes start once per build. An Oracle task row
 whose statement fails is rejected (`oracle_syntax`, with the parser's line, column and message),
@@ -21,6 +22,7 @@ Rewrites keep the parse exact and the volume small (bench/oracle_grammar.py meas
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -32,6 +34,7 @@ from plbench.validation.harness_condense import condense
 
 # Release columns holding Oracle code, and the artifact kind each is reported as.
 TASK_FIELDS = {"setup_sql": "setup", "scaffold": "scaffold", "test_block": "test_block", "reference_code": "reference"}
+TASK_KINDS = (*TASK_FIELDS.values(), "call")  # a procedure row's calls too
 ORACLE = DIALECTS["oracle"]
 DDL_SEPARATOR = ";\n\n"  # plbench.normalize.emit joins a database's statements so
 GOLD_PREFIX, GOLD_SUFFIX = "SELECT * FROM (\n", "\n)"
@@ -39,7 +42,7 @@ GOLD_PREFIX, GOLD_SUFFIX = "SELECT * FROM (\n", "\n)"
 
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # setup | scaffold | test_block | reference | type_ddl | database_ddl | table_names | gold_query
+    kind: str  # setup | scaffold | test_block | reference | call | type_ddl | database_ddl | table_names | gold_query
     subset: str  # release subset, or the Spider source for databases and gold queries
     owner: str  # task_id, type name, database or gold query id
     text: str  # what is parsed
@@ -62,11 +65,10 @@ def release_statements(rows: list, database_rows: list[dict], gold_rows: list[di
     statements = {}
     oracle_rows = [r for r in rows if r.dialect == "oracle"]
     for row in oracle_rows:
-        for column, kind in TASK_FIELDS.items():
-            if code := getattr(row, column):
-                text = condense(code) if kind == "test_block" else code
-                statements[f"{row.task_id}#{kind}"] = Statement(kind, row.subset, row.task_id, text, row.database, code)
-    for ddl in sorted({ddl for row in oracle_rows for ddl in _type_ddl(row)}):
+        for key, kind, code in _task_statements(row):
+            text = condense(code) if kind == "test_block" else code
+            statements[f"{row.task_id}#{key}"] = Statement(kind, row.subset, row.task_id, text, row.database, code)
+    for ddl in sorted({ddl for row in oracle_rows if not row.call_suite for ddl in _type_ddl(row)}):
         name = ddl.split()[4]  # CREATE OR REPLACE TYPE <name> AS ...
         statements[f"type/{name}#type_ddl"] = Statement("type_ddl", "types", name, ddl)
     for db in database_rows:
@@ -80,6 +82,22 @@ def release_statements(rows: list, database_rows: list[dict], gold_rows: list[di
                 "gold_query", gold["source"], owner, text, gold["db_id"], gold["oracle_sql"], 1
             )
     return statements
+
+
+def _task_statements(row) -> list[tuple[str, str, str]]:
+    """(key, kind, text) of a task row's Oracle code. A procedure row (it has a call suite) holds its setup
+    as a JSON array of statements and its calls as the JSON array `test_cases`: each is parsed alone."""
+    if not row.call_suite:
+        return [(kind, kind, code) for column, kind in TASK_FIELDS.items() if (code := getattr(row, column))]
+    out = [
+        (kind, kind, code)
+        for column, kind in TASK_FIELDS.items()
+        if column != "setup_sql" and (code := getattr(row, column))
+    ]
+    for n, statement in enumerate(json.loads(row.setup_sql or "[]")):
+        out.append((f"setup/{n}", "setup", statement if statement.rstrip().endswith(";") else statement + ";"))
+    out += [(f"call/{n}", "call", call) for n, call in enumerate(json.loads(row.test_cases))]
+    return out
 
 
 def _type_ddl(row) -> list[str]:
@@ -128,7 +146,7 @@ def oracle_syntax_gate(
     ]
     bad_tasks, bad_databases = {}, {}
     for f in failures:
-        if f["kind"] in TASK_FIELDS.values():
+        if f["kind"] in TASK_KINDS:
             bad_tasks.setdefault(f["owner"], f["detail"])
         elif f["kind"] in ("database_ddl", "table_names"):
             bad_databases.setdefault(f["owner"], f["detail"])

@@ -7,14 +7,17 @@ its own through `plbench.subsets.base.Subset.trivial_candidates`, by default the
   whatever its input;
 - block tasks (Spider): `prints_nothing`, an empty block; `prints_the_first_line`, a block printing
   only the first expected line. Where the answer is one line that block *is* the answer, so it does
-  not apply there.
+  not apply there;
+- procedure tasks: the subset renders them from each seed's model at build time (`noop`,
+  `first_call_only`, `state_change_removed`: plbench.procedures.strength) and hands them over in its
+  release part (SubsetRelease.trivial_candidates).
 
 `run_trivial` grades each through the one grading path (plbench.evaluate.grade) and says what each
 passed. The release gate (`gate_parts`, run by the `release_tables` asset) turns a block task some
 trivial candidate passes (today: the Spider tasks whose gold result is empty, which the empty block
-passes) into a rejection `trivial_candidate_passes`; function tasks a constant passes are listed in
-the manifest's `trivial_candidates` section instead, until input generation (the construction
-operators) gives them cases that tell a constant apart.
+passes), and a procedure task one passes, into a rejection `trivial_candidate_passes`; function
+tasks a constant passes are listed in the manifest's `trivial_candidates` section instead, until
+input generation (the construction operators) gives them cases that tell a constant apart.
 """
 
 from __future__ import annotations
@@ -69,13 +72,25 @@ TRIVIAL: dict[str, dict[str, Callable[[dict], str | None]]] = {
         "prints_the_first_line": _first_line,
     },
 }
-REJECTED_KINDS = ("block",)  # function tasks a trivial candidate passes are listed, not rejected (see above)
+REJECTED_KINDS = ("block", "procedure")  # function tasks a trivial candidate passes are listed, not rejected
 
 
 def trivial_candidates(task: dict) -> list[tuple[str, str]]:
     """(name, code) of the trivial candidates of a task row's kind that apply to it."""
     made = [(name, code_of(task)) for name, code_of in TRIVIAL.get(task_kind(task), {}).items()]
     return [(name, code) for name, code in made if code is not None]
+
+
+# What a procedure task's verdicts depend on besides the code: the scenarios of one seed share them (only
+# their prompt and materials differ), so each trivial candidate is graded once per seed and setup.
+PROCEDURE_GRADING_INPUTS = ("dialect", "database", "setup_sql", "test_cases", "call_suite")
+
+
+def grading_inputs(task: dict) -> tuple:
+    """The task columns a candidate's verdict depends on: tasks equal in them get equal verdicts."""
+    if task_kind(task) == "procedure":
+        return tuple(task[c] for c in PROCEDURE_GRADING_INPUTS)
+    return (task["task_id"], task["dialect"])
 
 
 def run_trivial(
@@ -86,14 +101,20 @@ def run_trivial(
     candidates_of: Callable[[dict], list[tuple[str, str]]] = trivial_candidates,
 ) -> dict[tuple, dict[str, bool]]:
     """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
-    engine's dialect, `workers` at a time; `schemas` maps (database, dialect) to its loaded schema."""
+    engine's dialect, `workers` at a time; `schemas` maps (database, dialect) to its loaded schema.
+    A candidate is graded once per distinct `grading_inputs` of the tasks it is given."""
+
+    known: dict[tuple, bool] = {}  # (what the verdict depends on, code) -> passed
 
     def verdicts(task: dict) -> dict[str, bool]:
         schema = schemas.get((task.get("database"), task["dialect"]))
-        return {
-            name: all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema))
-            for name, code in candidates_of(task)
-        }
+        out = {}
+        for name, code in candidates_of(task):
+            key = (grading_inputs(task), code)
+            if key not in known:
+                known[key] = all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema))
+            out[name] = known[key]
+        return out
 
     mine = [t for t in tasks if t["dialect"] == engine.dialect]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -153,9 +174,11 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
     databases = [row for p in present for row in p.tables.get("databases.parquet", ([], None))[0]]
     schemas = loaded_schemas(databases)
     by_key = {r.key: r for p in present for r in p.rows}
+    made = {key: found for p in present for key, found in p.trivial_candidates.items()}
 
-    def candidates_of(task: dict) -> list[tuple[str, str]]:  # as the task's subset names them
-        return subset(task["subset"]).trivial_candidates(by_key[(task["task_id"], task["dialect"])])
+    def candidates_of(task: dict) -> list[tuple[str, str]]:  # as the task's subset made or names them
+        key = (task["task_id"], task["dialect"])
+        return made[key] if key in made else subset(task["subset"]).trivial_candidates(by_key[key])
 
     gated = {}
     for part in present:

@@ -1,7 +1,9 @@
 """The procedures subset for one database: validated seeds, then every scenario adapter on every seed.
 
 Counts reconcile per scenario and dialect: each (seed, scenario) either yields its task(s) or a rejection
-named by the adapter's check (`<scenario>_<check>`); seeds themselves reconcile in `seeds`.
+named by the adapter's check (`<scenario>_<check>`, source id `<scenario>/<seed id>`, as the task's);
+seeds themselves reconcile in `seeds`. The build stage runs seeds (`database_seeds`) and scenarios
+(`scenario_tasks`) apart, each in its own workspace; `database_procedures` runs both in one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class DatabaseProcedures:
     seeds: DatabaseSeeds
     tasks: list[ScenarioTask] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)  # scenario-level
+    reference_failures: dict[str, str] = field(default_factory=dict)  # seed id -> where its reference fails its suite
 
 
 def seed_tasks(ctx: AdapterContext, scenarios=None, tried: Counter | None = None):
@@ -43,7 +46,9 @@ def seed_tasks(ctx: AdapterContext, scenarios=None, tried: Counter | None = None
         except AdapterRejected as exc:
             tried[name] -= exc.check == "not_applicable"
             rejections.append(
-                Rejection(SUBSET, ctx.seed.seed_id, f"scenario_{name}", f"{name}_{exc.check}", exc.detail[:1000])
+                Rejection(
+                    SUBSET, f"{name}/{ctx.seed.seed_id}", f"scenario_{name}", f"{name}_{exc.check}", exc.detail[:1000]
+                )
             )
     return tasks, rejections
 
@@ -56,12 +61,32 @@ def database_procedures(
     if large is not None:
         return DatabaseProcedures(large)
     with workspaces(engine, pg_db) as (workspace, shuffled), scaled_copies(engine, pg_db) as scaled:
-        out, tried = DatabaseProcedures(seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)), Counter()
-        for validated in out.seeds.seeds:
-            ctx = context(validated, pg_db, oracle_db, workspace, frozenset({engine.dialect}), scaled)
-            tasks, rejections = seed_tasks(ctx, scenarios, tried)
-            out.tasks += tasks
-            out.rejections += rejections
+        seeds = seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)
+        return tasks_in(workspace, seeds, pg_db, oracle_db, frozenset({engine.dialect}), scaled, scenarios)
+
+
+def scenario_tasks(
+    engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, seeds: DatabaseSeeds, scenarios=None
+) -> DatabaseProcedures:
+    """Every scenario's tasks of a database's validated seeds, in a fresh workspace."""
+    with engine.session(reads=(pg_db.schema_name,)) as session, scaled_copies(engine, pg_db) as scaled:
+        workspace = Workspace(session, pg_db)
+        return tasks_in(workspace, seeds, pg_db, oracle_db, frozenset({engine.dialect}), scaled, scenarios)
+
+
+def tasks_in(
+    workspace: Workspace, seeds: DatabaseSeeds, pg_db, oracle_db, executed: frozenset, scaled, scenarios=None
+) -> DatabaseProcedures:
+    """The scenario tasks of `seeds`; each seed's reference is also run on its own suite (the build's check:
+    the adapters ask the same, so the verdict is usually remembered already)."""
+    out, tried = DatabaseProcedures(seeds), Counter()
+    for validated in seeds.seeds:
+        ctx = context(validated, pg_db, oracle_db, workspace, executed, scaled)
+        tasks, rejections = seed_tasks(ctx, scenarios, tried)
+        out.tasks += tasks
+        out.rejections += rejections
+        if why := ctx.fails(validated.seed.procedure.render("postgres")):
+            out.reference_failures[validated.seed.seed_id] = why
     return out
 
 

@@ -15,7 +15,7 @@ from plbench.procedures.scenarios import grade_submission
 from plbench.procedures.seeds import SUBSET
 from plbench.procedures.tasks import ScenarioTask
 from plbench.procedures.workspace import DatabaseCopy
-from plbench.taskrow import TaskRow
+from plbench.taskrow import TaskRow, as_record
 
 COMPARISON = {
     "after_every_call": True,
@@ -34,7 +34,7 @@ def task_row(task: ScenarioTask, engine_version: str | None) -> TaskRow:
         subset=SUBSET,
         dialect=task.dialect,
         source_dataset=f"Spider 1.0 {split}",
-        source_id=task.seed_id,
+        source_id=f"{task.scenario}/{task.seed_id}",  # one input per (scenario, seed): the counts reconcile
         database=task.database,
         prompt=task.prompt,
         entry_point=task.entry_point,
@@ -61,29 +61,42 @@ def task_row(task: ScenarioTask, engine_version: str | None) -> TaskRow:
     )
 
 
-def grading_task(row: TaskRow, db: DatabaseCopy) -> ProcedureTask:
-    """What the grader needs, read back from a release row (PostgreSQL rows: their calls are CALLs)."""
-    suite = json.loads(row.call_suite)
+def grading_task(task: dict | TaskRow, db: DatabaseCopy) -> ProcedureTask:
+    """What the grader needs, read back from a release row, a TaskRow or its dict (PostgreSQL rows: their
+    calls are CALLs)."""
+    task = as_record(task) if isinstance(task, TaskRow) else task
+    suite = json.loads(task["call_suite"])
     expected = tuple(
         (c["error"], tuple(c["lines"]), tuple(sorted((t, tuple(v)) for t, v in c["state"].items())))
         for c in suite["calls"]
     )
     stored = tuple(t for t in suite["initial_state"] if t not in {n.strip('"') for n in db.tables})
     return ProcedureTask(
-        row.task_id,
+        task["task_id"],
         db,
-        tuple(json.loads(row.setup_sql)),
-        row.reference_code,
-        tuple(json.loads(row.test_cases)),
+        tuple(json.loads(task["setup_sql"])),
+        task["reference_code"],
+        tuple(json.loads(task["test_cases"])),
         expected,
         stored,
     )
 
 
-def grade_row(engine, row: TaskRow, candidate: str) -> Grade:
-    """Grade a candidate (for B3 also line edits) against a released procedures row on its loaded database."""
-    schema = schema_name("spider1", row.database)
+def database_schema(task: dict) -> str:
+    """The schema a procedures row's database is loaded into (the Spider 1.0 databases the build loads)."""
+    return schema_name("spider1", task["database"])
+
+
+def grade_task(engine, task: dict, candidate: str, schema: str | None = None) -> Grade:
+    """Grade a candidate (for B3 also line edits) against a released procedures row (a dict) on its loaded
+    database."""
+    schema = schema or database_schema(task)
     with engine.session(reads=(schema,)) as session:
         db = DatabaseCopy.introspect(session, schema)
-    materials, suite = json.loads(row.materials or "{}"), json.loads(row.call_suite)
-    return grade_submission(engine, grading_task(row, db), row.scenario, materials, suite, candidate)
+    materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
+    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate)
+
+
+def grade_row(engine, row: TaskRow, candidate: str) -> Grade:
+    """Grade a candidate against a released procedures row on its loaded database."""
+    return grade_task(engine, as_record(row), candidate)

@@ -3,7 +3,9 @@
 Per scenario and dialect: input (validated seeds), released, rejected by reason (the seed-level
 rejections are reported once, under `seeds`), mutants killed / total, and the trivial-candidate and
 determinism results (a seed a trivial candidate passes, or whose reference is not deterministic, never
-reaches a scenario: the counts say how many were stopped).
+reaches a scenario: `seeds` says how many were stopped; per scenario, the released tasks a trivial
+candidate passed and those whose determinism was checked). The release gate then runs the trivial
+candidates again on every released row (manifest `trivial_candidates.procedures`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def summarize(databases: list[DatabaseProcedures], dialects: tuple[str, ...]) ->
         "scenarios": {},
     }
     tasks = [t for db in databases for t in db.tasks]
+    trivial = {v.seed.seed_id: v.strength.trivial_passed for v in seeds}
     rejections = [r for db in databases for r in db.rejections]
     for scenario in ADAPTERS:
         for target in DIALECTS_OF.get(scenario, dialects):
@@ -46,7 +49,8 @@ def summarize(databases: list[DatabaseProcedures], dialects: tuple[str, ...]) ->
                 "mutants_total": total,
                 "mutants_killed": killed,
                 "kill_rate": round(killed / total, 4) if total else None,
-                "trivial_candidates_passed": 0,
+                "trivial_candidates_passed": sum(1 for t in mine if trivial[t.seed_id]),
+                "determinism_checked": len(mine),  # two fresh runs and a shuffled copy agreed
             }
     return out
 

@@ -38,6 +38,9 @@ class SubsetRelease:
     types: list[tuple[str, str, str]] = field(default_factory=list)  # (dialect, name, DDL), once per task using it
     tables: dict[str, tuple[list[dict], pa.Schema]] = field(default_factory=dict)  # its own release tables
     manifest: dict[str, dict] = field(default_factory=dict)  # its own manifest sections, merged per key
+    # (task_id, dialect) -> (name, code) of trivial candidates the subset made at build time (from what its
+    # rows do not hold, e.g. a procedure's model); the release gate runs these instead of Subset.trivial_candidates
+    trivial_candidates: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
 
 
 class Subset:

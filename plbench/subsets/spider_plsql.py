@@ -50,7 +50,7 @@ class SpiderSubset(Subset):
         return (self.raw_asset, self.tasks_asset, "normalization_report")
 
     def release_part(self, config, values: dict[str, Any]) -> SubsetRelease | None:
-        if values[self.raw_asset] is None:
+        if self.name not in config.subsets or values[self.raw_asset] is None:  # spider1_raw serves procedures too
             return None
         return spider_release_part(values[self.raw_asset], values[self.tasks_asset], values["normalization_report"])
 

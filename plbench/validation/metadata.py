@@ -48,6 +48,13 @@ CONSTRUCT_PATTERNS = {
     "object_type": r"\bAS\s+OBJECT\b|\bCREATE\s+(OR\s+REPLACE\s+)?TYPE\s+[\w\".]+\s+AS\s*\(",
     "dynamic_sql": r"\bEXECUTE\s+IMMEDIATE\b|\bDBMS_SQL\.|\bEXECUTE\s+(?!FUNCTION\b|PROCEDURE\b)[\w'(]",
     "bulk_operation": r"\bBULK\s+COLLECT\b|\bFORALL\b",
+    # what a stored procedure does (the procedures subset claims these)
+    "dml_insert": r"\bINSERT\s+INTO\b",
+    "dml_update": r"\bUPDATE\s+[\w\".]+(\s+AS)?(\s+\w+)?\s+SET\b",
+    "dml_delete": r"\bDELETE\s+FROM\b",
+    "select_into": r"\bSELECT\s[^;]*?\bINTO\s+[\w\".]+\s+FROM\b",
+    "if_else": r"\bIF\b[^;]*?\bTHEN\b",
+    "raise_error": r"\bRAISE\s+EXCEPTION\b|\bRAISE_APPLICATION_ERROR\b",
 }
 CONSTRUCTS = frozenset(CONSTRUCT_PATTERNS)
 _COMPILED = {name: re.compile(p, re.IGNORECASE | re.MULTILINE) for name, p in CONSTRUCT_PATTERNS.items()}
