@@ -17,7 +17,7 @@ STAGES = {
     "roundtrip": ["roundtrip_{dialect}"],
     "normalize": ["normalized_databases_{dialect}", "normalization_report"],
     "spider_tasks": ["spider_plsql_tasks", "spider2_tasks"],
-    "procedures": ["procedure_seeds", "procedure_tasks"],
+    "procedures": ["procedure_seeds", "procedures_tasks", "procedures_validation"],
     "crosscheck": ["crosscheck_candidates", "crosscheck"],
 }
 # What a stage rerun reads from storage: a build must have stored it first.

@@ -31,7 +31,8 @@ def test_definitions_load_and_wire_every_stage():
         "spider_plsql_tasks",
         "spider2_tasks",
         "procedure_seeds",
-        "procedure_tasks",
+        "procedures_tasks",
+        "procedures_validation",
         "release_tables",
         "crosscheck_candidates",
         "crosscheck",
@@ -45,7 +46,7 @@ def test_definitions_load_and_wire_every_stage():
         "mbpp_tasks",
         "spider_plsql_tasks",
         "normalization_report",
-        "procedure_tasks",
+        "procedures_validation",
     } <= upstream
     normalized = graph.get(dg.AssetKey(["normalized_databases_postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database
@@ -60,9 +61,9 @@ def test_blocking_checks_guard_tasks_and_replay():
         ("replay_validation_oracle", "retention_floor"),
         ("normalization_report", "databases_loaded"),
         ("normalization_report", "gold_equivalence_floor"),
-        ("procedure_tasks", "references_pass_their_suites"),
-        ("procedure_tasks", "mutant_floor"),
-        ("procedure_tasks", "trivial_candidates_fail"),
+        ("procedures_tasks", "references_pass_their_suites"),
+        ("procedures_tasks", "mutant_floor"),
+        ("procedures_tasks", "trivial_candidates_fail"),
         ("release_tables", "quality_suites"),
     }
 

@@ -120,8 +120,9 @@ def test_every_release_table_passes_its_quality_suite(manifest):
 # Procedures: the default build takes PLBENCH_PROCEDURE_DATABASES=10 databases (build time). On those ten
 # `python bench/procedures_sample.py --databases 10` measured 121 seeds over 9 databases (academic is too
 # large to copy per run), per dialect 121 tasks in A1-A4, B1, B3, B4 and C2 (PostgreSQL only), 93 in A5 and
-# C1, every mutant killed. The floors below sit just under those; the issue's figures need every database.
-PROCEDURE_FLOORS = {"a5": 85, "c1": 85}  # scenario -> tasks per dialect; the others 110
+# C1, 26 in B2 (at most 4 timed seeds a database), every mutant killed. The floors below sit just under
+# those; the issue's figures need every database.
+PROCEDURE_FLOORS = {"a5": 85, "c1": 85, "b2": 20}  # scenario -> tasks per dialect; the others 110
 
 
 def test_procedure_seeds_and_scenarios_reach_the_capped_build_floors(manifest):
@@ -152,7 +153,7 @@ def test_no_released_procedure_task_is_passed_by_a_trivial_candidate_or_fails_th
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not reached by the default build (10 databases): measured 121 seeds over 9 databases, 93-121 tasks "
+    reason="not reached by the default build (10 databases): measured 121 seeds over 9 databases, 26-121 tasks "
     "per scenario and dialect; the issue asks >= 1000 seeds over >= 120 databases and >= 150 per scenario, which "
     "needs PLBENCH_PROCEDURE_DATABASES=0 (every database, hours of build time at the measured 62 s a database)",
 )

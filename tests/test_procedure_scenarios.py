@@ -290,8 +290,8 @@ def test_b2_baseline_loops_row_by_row_and_records_the_work(built):
 
 def test_b2_rejects_by_counts_and_caps_the_timed_seeds(built):
     reasons = {(r.source_id, r.reason_code) for r in built.rejections if r.reason_code.startswith("b2_")}
-    assert ("procfix/train/2/result_table", "b2_too_little_work") in reasons  # a count: 1 row per call
-    assert ("procfix/train/2/summary_row", "b2_not_applicable") in reasons
+    assert ("b2/procfix/train/2/result_table", "b2_too_little_work") in reasons  # a count: 1 row per call
+    assert ("b2/procfix/train/2/summary_row", "b2_not_applicable") in reasons
     capped = [r for r in built.rejections if r.reason_code == "b2_database_cap"]
     tried = [r for r in built.rejections if r.reason_code.startswith("b2_") and r.reason_code != "b2_not_applicable"]
     assert len(tried) - len(capped) + len({t.seed_id for t in built.tasks if t.scenario == "b2"}) == 4
@@ -400,10 +400,16 @@ def part(pg_engine, built):
 
     from plbench.config import BuildConfig
     from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
-    from plbench.subsets.procedures import release_part
+    from plbench.subsets.base import Staged
+    from plbench.subsets.procedures import SUBSET, ingest
+    from plbench.subsets.procedures import built as built_stage
 
-    stage = ProcedureTasks(ProcedureSeeds({"procfix": built.seeds}), [built], ("postgres",), pg_engine.version())
-    return release_part(BuildConfig(), SimpleNamespace(inputs={"spider/train_gold.sql": "0" * 64}), stage)
+    # the subset's stages as its assets run them, the build's scenario work done by the fixture
+    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
+    seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({"procfix": built.seeds}))
+    made = built_stage(ProcedureTasks(seeds.value.seeds, [built], ("postgres",), pg_engine.version(), inputs))
+    tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
+    return SUBSET.stages.validation(config, tasks, {}).value
 
 
 def _rows_of(part, seed_id, dialect=None):

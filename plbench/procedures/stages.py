@@ -1,4 +1,4 @@
-"""The procedures subset's build stages over the Spider 1.0 databases the build loads (the assets call these).
+"""The procedures subset's build over the Spider 1.0 databases the build loads (procedure_seeds, then its stages).
 
 `build_seeds`: per loaded database, every identical gold query lifted by every archetype, each seed with its
 validated call suite and mutant score (plbench.procedures.seeds). `build_tasks`: every scenario adapter on
@@ -36,7 +36,7 @@ class ProcedureTasks:
     databases: list[DatabaseProcedures] = field(default_factory=list)
     executed: tuple[str, ...] = ()  # dialects whose references ran
     engine_version: str | None = None
-    seconds: float = 0.0
+    inputs: dict[str, str] = field(default_factory=dict)  # the raw files read (relative path -> sha256)
 
 
 def selected_databases(names, cap: int) -> tuple[list[str], list[str]]:
@@ -85,13 +85,11 @@ def _not_loaded(inputs: SpiderInputs, name: str, why: str) -> list[Rejection]:
 
 def build_tasks(config: BuildConfig, inputs: SpiderInputs, seeds: ProcedureSeeds, engine) -> ProcedureTasks:
     """Every scenario's tasks of every database's seeds (`engine`: PostgreSQL, where the references run)."""
-    start = time.perf_counter()
-    out = ProcedureTasks(seeds, executed=(engine.dialect,), engine_version=engine.version())
+    out = ProcedureTasks(seeds, executed=(engine.dialect,), engine_version=engine.version(), inputs=inputs.inputs)
     for name, database in seeds.databases.items():
         if not database.seeds:
             out.databases.append(DatabaseProcedures(database))
             continue
         pg_db, oracle_db = databases_of(config, inputs, name)
         out.databases.append(scenario_tasks(engine, pg_db, oracle_db, database))
-    out.seconds = time.perf_counter() - start
     return out

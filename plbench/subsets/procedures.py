@@ -1,7 +1,11 @@
 """Procedures as a subset: stored procedures that change state, graded after every call (ProcArena's core).
 
-The stages are in plbench.procedures (stages: seeds, then every scenario adapter per database; rows: the
-release rows). A task is one (scenario, seed) in one dialect, its source id `<scenario>/<seed id>`.
+A `StagedSubset` (assets/subsets.py makes `procedures_tasks` and `procedures_validation` from its stages):
+- ingest: the validated seeds of the `procedure_seeds` asset (kept an asset of its own: the ILE and the
+  interactive subsets start from the same seeds); the gold candidates that became no seed are rejected here;
+- build: every scenario adapter on every seed, per database, in PostgreSQL (plbench.procedures.stages);
+- validate: the release rows, one per scenario task and dialect (source id `<scenario>/<seed id>`), the
+  validation per dialect and the manifest section `procedures`.
 
 Counts: the subset's inputs are the lifted (gold query, archetype) candidates that did not become a seed
 (each rejected once, with its reason: a lift failure counts once per gold query), plus one input per
@@ -12,31 +16,75 @@ a database that did not load are rejected as `database_not_loaded`.
 
 Oracle rows are emitted and statically checked (and parsed by the release's grammar gate); their replay is
 `not_run` with the reason. The trivial candidates (no-op, first call only, the reference without its state
-change) are rendered from each seed's model and run by the release gate on every PostgreSQL row.
+change) are rendered from each seed's model and run by the release gate on every row whose reference ran.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
 
 from plbench.config import DIALECT_NAMES, NO_ORACLE
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.seeds import SUBSET as NAME
-from plbench.procedures.stages import ProcedureTasks
+from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks, build_tasks
 from plbench.procedures.strength import trivial_candidates
 from plbench.procedures.summary import DIALECTS_OF, summarize
+from plbench.procedures.tasks import runs_here
 from plbench.records import Rejection
-from plbench.subsets.base import Subset, SubsetRelease
+from plbench.spider.stages import SpiderInputs
+from plbench.subsets.base import Staged, StagedSubset, Stages, SubsetRelease
 
 ORACLE_NOT_REPLAYED = (
     "procedural tasks are not replayed on Oracle yet (no schema-per-run harness): emitted and statically checked only"
 )
 
 
-def _not_run_reason(config) -> str:
+def not_run_reason(config) -> str:
     return NO_ORACLE if config.oracle_dsn is None else ORACLE_NOT_REPLAYED
+
+
+@dataclass
+class Ingested:
+    raw: SpiderInputs
+    seeds: ProcedureSeeds
+
+
+def seed_rejections(seeds: ProcedureSeeds) -> list[Rejection]:
+    return seeds.not_loaded + [r for db in seeds.databases.values() for r in db.rejections]
+
+
+def validated_seeds(seeds: ProcedureSeeds) -> int:
+    return sum(len(db.seeds) for db in seeds.databases.values())
+
+
+def ingest(config, spider1_raw: SpiderInputs, procedure_seeds: ProcedureSeeds) -> Staged:
+    """The validated seeds; every lifted candidate that became none is rejected with its reason."""
+    rejected, validated = seed_rejections(procedure_seeds), validated_seeds(procedure_seeds)
+    databases = {"taking_part": len(procedure_seeds.databases), "left_out": len(procedure_seeds.left_out)}
+    details = {"databases": databases}
+    return Staged(Ingested(spider1_raw, procedure_seeds), len(rejected) + validated, validated, rejected, details)
+
+
+def built(tasks: ProcedureTasks) -> Staged:
+    """The build's figures: seeds in, scenario tasks out (one per dialect), the adapters' rejections."""
+    made = [t for db in tasks.databases for t in db.tasks]
+    refused = [r for db in tasks.databases for r in db.rejections]
+    released = {k: v["released"] for k, v in summarize(tasks.databases, DIALECT_NAMES)["scenarios"].items()}
+    return Staged(tasks, validated_seeds(tasks.seeds), len(made), refused, {"released": released})
+
+
+def build(config, ingested: Ingested, engines: dict) -> Staged:
+    """Every scenario adapter on every seed, run in PostgreSQL."""
+    return built(build_tasks(config, ingested.raw, ingested.seeds, engines["postgres"]))
+
+
+def validate(config, tasks: ProcedureTasks, engines: dict) -> Staged:
+    """The subset's release part; its rejections here are the `not_in_dialect` ones (the seeds' and the
+    adapters' come with the earlier stages: Stages.validation adds them)."""
+    part = release_part(config, tasks)
+    return Staged(part, len(part.rows) + len(part.rejections), len(part.rows), part.rejections)
 
 
 def _missing_dialects(stage: ProcedureTasks, released: set, refused: set) -> list[Rejection]:
@@ -47,92 +95,90 @@ def _missing_dialects(stage: ProcedureTasks, released: set, refused: set) -> lis
             seed = validated.seed
             for scenario in ADAPTERS:
                 unit = f"{scenario}/{seed.seed_id}"
-                for dialect in DIALECT_NAMES:
-                    if unit in refused or (unit, dialect) in released:
+                for target in DIALECT_NAMES:
+                    if unit in refused or (unit, target) in released:
                         continue
                     why = (
                         f"{scenario} is released in {', '.join(DIALECTS_OF[scenario])} only"
                         if scenario in DIALECTS_OF
-                        else seed.lifted.oracle_problem or f"no {dialect} text of this seed"
+                        else seed.lifted.oracle_problem or f"no {target} text of this seed"
                     )
                     out.append(
-                        Rejection(NAME, unit, f"scenario_{scenario}", "not_in_dialect", why[:1000], dialect=dialect)
+                        Rejection(NAME, unit, f"scenario_{scenario}", "not_in_dialect", why[:1000], dialect=target)
                     )
     return out
 
 
-def release_part(config, raw, stage: ProcedureTasks) -> SubsetRelease:
-    """Rows, rejections, validation and manifest section of the procedures built in `stage`."""
+def release_part(config, stage: ProcedureTasks) -> SubsetRelease:
+    """Rows, `not_in_dialect` rejections, validation and manifest section of the procedures built in `stage`;
+    the input count covers the seeds' and the adapters' rejections too."""
     tasks = [t for db in stage.databases for t in db.tasks]
     rows = [task_row(t, stage.engine_version) for t in tasks]
-    rows = [r if r.dialect in stage.executed else r.with_(replay_detail=_not_run_reason(config)) for r in rows]
-    scenario_rejections = [r for db in stage.databases for r in db.rejections]
-    seed_rejections = stage.seeds.not_loaded + [r for db in stage.databases for r in db.seeds.rejections]
-    missing = _missing_dialects(
-        stage, {(r.source_id, r.dialect) for r in rows}, {r.source_id for r in scenario_rejections}
-    )
-    validated = sum(len(db.seeds.seeds) for db in stage.databases)
-    rejections = seed_rejections + scenario_rejections + missing
+    rows = [r if r.replay_status == "passed" else r.with_(replay_detail=not_run_reason(config)) for r in rows]
+    refused = {r.source_id for db in stage.databases for r in db.rejections}
+    missing = _missing_dialects(stage, {(r.source_id, r.dialect) for r in rows}, refused)
     section = summarize(stage.databases, DIALECT_NAMES)
     section["databases"] = {"taking_part": len(stage.seeds.databases), "left_out": len(stage.seeds.left_out)}
     return SubsetRelease(
         NAME,
-        len(seed_rejections) + validated * len(ADAPTERS),
-        raw.inputs,
+        len(seed_rejections(stage.seeds)) + validated_seeds(stage.seeds) * len(ADAPTERS),
+        stage.inputs,
         rows,
-        rejections,
-        _validation(config, stage, rows),
+        missing,
+        validation_of(config, stage, rows),
         manifest={"procedures": section},
         trivial_candidates=_trivial(stage),
     )
 
 
-def _validation(config, stage: ProcedureTasks, rows) -> dict[str, dict]:
+def validation_of(config, stage: ProcedureTasks, rows) -> dict[str, dict]:
     """Per dialect: the replay (references on their suites) and the mutants, where the references ran."""
     by_dialect: dict[str, list] = defaultdict(list)
     for row in rows:
         by_dialect[row.dialect].append(row)
     failed = sum(len(db.reference_failures) for db in stage.databases)
     out = {}
-    for dialect in DIALECT_NAMES:
-        mine = by_dialect[dialect]
-        if dialect not in stage.executed:
-            out[dialect] = {"replay": {"ran": False, "reason": _not_run_reason(config)}}
+    for target in DIALECT_NAMES:
+        mine = by_dialect[target]
+        if target not in stage.executed:
+            out[target] = {"replay": {"ran": False, "reason": not_run_reason(config)}}
             continue
         replay = {"ran": True, "engine": stage.engine_version, "passed": len(mine), "failed": failed}
         mutants = {"total": sum(r.mutants_total for r in mine), "killed": sum(r.mutants_killed for r in mine)}
-        out[dialect] = {"replay": replay, "mutants": mutants}
+        out[target] = {"replay": replay, "mutants": mutants}
     return out
 
 
 def _trivial(stage: ProcedureTasks) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """(task id, dialect) -> the trivial candidates of its seed in the row's dialect, for the dialects the
-    build runs (where the gate runs them)."""
+    """(task id, dialect) -> the trivial candidates of its seed in the row's dialect, for the tasks whose
+    reference ran (where the gate runs them)."""
     of_seed = {v.seed.seed_id: trivial_candidates(v.seed, v.suite) for db in stage.databases for v in db.seeds.seeds}
     return {
         (t.task_id, t.dialect): [(name, proc.render(t.dialect)) for name, proc in of_seed[t.seed_id].items()]
         for db in stage.databases
         for t in db.tasks
-        if t.dialect in stage.executed
+        if runs_here(t)
     }
 
 
-class ProceduresSubset(Subset):
+class ProceduresSubset(StagedSubset):
     name = NAME
     source_dataset = "Spider 1.0 (train and dev gold SQL)"
     licence = "CC-BY-SA-4.0"
     summary = (
         "stored procedures that change database state, lifted from Spider 1.0 gold SQL by archetypes, in eleven "
-        "development scenarios (A1-A5, B1, B3, B4, C1, C2), each with a call suite from the database's own values "
+        "development scenarios (A1-A5, B1-B4, C1, C2), each with a call suite from the database's own values "
         "recording after every call the error, the output and every user table's content hash, graded per call"
     )
     required_columns = ("database", "reference_code", "scenario", "materials", "call_suite", "statements", "cyclomatic")
-    release_inputs = ("spider1_raw", "procedure_tasks")
-
-    def release_part(self, config, values: dict[str, Any]) -> SubsetRelease | None:
-        if NAME not in config.subsets or values["spider1_raw"] is None or values["procedure_tasks"] is None:
-            return None
-        return release_part(config, values["spider1_raw"], values["procedure_tasks"])
+    stages = Stages(
+        ingest=ingest,
+        build=build,
+        validate=validate,
+        inputs=("spider1_raw", "procedure_seeds"),
+        build_engines=("postgres",),
+        validate_engines=(),
+    )
 
 
 SUBSET = ProceduresSubset()
