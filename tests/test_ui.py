@@ -152,8 +152,8 @@ def test_lineage_leads_from_every_raw_asset_to_release(ui, page):
     raw = {asset for asset, parents in graph.items() if not parents}
     assert raw == {"mbpp_raw", "mbpp_plus_raw", "spider1_raw", "spider2_lite_raw"}
     assert _upstream(graph, "release") | {"release"} == set(graph)  # no dead end: everything feeds the release
-    # The page draws release's whole upstream: on a tall viewport every node shows its full name.
-    page.set_viewport_size({"width": 3000, "height": 4000})
+    # The page draws release's whole upstream: on a large viewport every node shows its full name.
+    page.set_viewport_size({"width": 5000, "height": 5000})  # the procedures chain made the graph wider
     page.goto(f"{ui.url}/assets/release?view=lineage&lineageScope=upstream&lineageDepth=50")
     page.wait_for_function(
         f"n => {{ const names = Array.from(document.querySelectorAll('{NODE_NAME}'), e => e.textContent); "
