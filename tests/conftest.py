@@ -14,6 +14,7 @@ pytest_plugins = ("tests.procedure_fixtures",)  # fixture, seed_build, seeds, en
 
 REPO = Path(__file__).resolve().parent.parent
 PG_DATA_DIR = REPO / ".cache" / "test-pgserver"
+RAW = os.environ.get("PLBENCH_RAW_DIR")  # the full raw mirror, for the mirror tier (tests/test_mirror.py)
 
 CROSSCHECK_CANDIDATES = [
     {
@@ -81,3 +82,22 @@ def fixture_build(tmp_path_factory, pg_engine):
     assert report(result) == 0
     assert instance.get_runs_count() == 1  # the partitions are registered before the run: one run builds all
     return config, instance
+
+
+def pytest_collection_modifyitems(items):
+    """The mirror tier runs last: its build (`mirror_build`) runs meanwhile, beside the rest of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("mirror") is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mirror_build(request, tmp_path_factory):
+    """The mirror tier's one build, started with the session in another process (tests/background_build.py)
+    when PLBENCH_RAW_DIR is set and mirror tests are collected; None otherwise."""
+    if not RAW or not any(item.get_closest_marker("mirror") for item in request.session.items):
+        yield None
+        return
+    from tests.background_build import BackgroundBuild
+
+    build = BackgroundBuild(Path(RAW).resolve(), tmp_path_factory.mktemp("mirror-build"))
+    yield build
+    build.stop()

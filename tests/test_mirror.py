@@ -5,17 +5,12 @@ retention per subset and dialect, replay passing for every released task, every
 mutant killed, and counts that reconcile.
 """
 
-import json
 import os
-from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from pipelines.cli import execute, report
-from plbench.config import BuildConfig
+from tests.conftest import RAW
 
-RAW = os.environ.get("PLBENCH_RAW_DIR")
 pytestmark = [
     pytest.mark.mirror,
     pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available"),
@@ -23,20 +18,9 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def manifest(tmp_path_factory, pg_engine):
-    config = BuildConfig(
-        raw_dir=Path(RAW),
-        cache_dir=tmp_path_factory.mktemp("cache"),
-        out_dir=tmp_path_factory.mktemp("releases"),
-        pg_dsn=pg_engine._dsn,
-        version="mirror",
-        normalized_dir=tmp_path_factory.mktemp("normalized"),
-    )
-    instance = dg.DagsterInstance.local_temp(
-        str(tmp_path_factory.mktemp("dagster")), overrides={"telemetry": {"enabled": False}}
-    )
-    assert report(execute(config, instance=instance)) == 0
-    return json.loads((config.out_dir / "mirror" / "manifest.json").read_text())
+def manifest(mirror_build):
+    """The manifest of the session's mirror build (tests/conftest.py), started when the session began."""
+    return mirror_build.manifest()
 
 
 def test_every_input_is_released_or_rejected(manifest):
