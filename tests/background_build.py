@@ -1,20 +1,21 @@
 """The mirror tier's one build, started in another process when the session starts, so it runs while the
 rest of the suite does (the two fill the machine's 2 cores) and its tests, collected last, read its release.
 
-The build is `plbench build --json` (the command a user runs) on its own PostgreSQL server: the suite's
-shared server sees no sessions or schemas of the build, so tests that count those stay exact.
+The build is `plbench build` (the command a user runs; its stage lines go to the build's log) on a
+PostgreSQL server of its own: the suite's shared server sees no sessions or schemas of the build, so
+tests that count those stay exact.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from plbench.config import BuildConfig
+from tests.helpers import stop
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "mirror"
@@ -43,7 +44,7 @@ class BackgroundBuild:
         self.log = folder / "build.log"
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pipelines.cli", "build", "--json"],
+                [sys.executable, "-m", "pipelines.cli", "build"],
                 cwd=REPO,
                 env=env,
                 stdout=out,
@@ -60,10 +61,5 @@ class BackgroundBuild:
     def stop(self) -> None:
         """End the build if it still runs (a session stopped early), then its server."""
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+            stop(self.process, group=True)
         self.server.cleanup()

@@ -1,5 +1,9 @@
-"""Small builders shared by the tests: typed tasks from literal cases; live sandbox children."""
+"""Small builders shared by the tests: typed tasks from literal cases; live sandbox children; stopping a
+server the test started."""
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 from plbench import sandbox
@@ -61,3 +65,14 @@ def release_row(task, dialect: str = "postgres", **fields) -> dict:
         "replay_status": "passed",
         **fields,
     }
+
+
+def stop(process: subprocess.Popen, group: bool = False, grace_s: float = 30) -> None:
+    """SIGTERM (to its process group when it leads one), SIGKILL after `grace_s` seconds."""
+    send = (lambda sig: os.killpg(process.pid, sig)) if group else process.send_signal
+    send(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        send(signal.SIGKILL)
+        process.wait()

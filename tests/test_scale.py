@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import yaml
 from pipelines.cli import execute, report
 from plbench.release_report import RUN_MEASURED
 from tests.conftest import REPO, fixture_config
+from tests.helpers import stop
 
 pytestmark = pytest.mark.scale
 REDIS_SERVER = Path("/usr/bin/redis-server")
@@ -47,17 +47,6 @@ def _wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) ->
     raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
 
 
-def _stop(process: subprocess.Popen, group: bool = False) -> None:
-    """SIGTERM (to its process group when it leads one), SIGKILL after 30 s."""
-    send = (lambda sig: os.killpg(process.pid, sig)) if group else process.send_signal
-    send(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        send(signal.SIGKILL)
-        process.wait()
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
     """Debian's redis-server on 127.0.0.1 on a free port, nothing persisted."""
@@ -73,7 +62,7 @@ def redis_url(tmp_path_factory):
         _wait_for_port(port, server)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        _stop(server)
+        stop(server)
 
 
 def _release_files(folder: Path) -> dict[str, bytes]:
@@ -118,7 +107,7 @@ def test_a_celery_build_on_two_workers_gives_the_in_process_release_byte_for_byt
         result = execute(celery, instance=instance)
     finally:
         for worker in workers:
-            _stop(worker, group=True)
+            stop(worker, group=True)
     texts = [(folder / f"worker{i}.log").read_text() for i in range(WORKERS)]
     assert report(result) == 0, texts[0][-3000:]
     assert result.dagster_run.job_name == "rebuild_release"
