@@ -9,13 +9,21 @@ rejections by reason, mutants killed / total per scenario, and seconds: the base
 split into phases (explore: the candidate calls' run; record: the recorded and determinism runs;
 mutants: mutants and trivial candidates; strengthen; scenarios: the adapters), each with its round trips
 to the server, and the full mirror's procedures time projected from the sample's share of databases.
+Every sampled database is loaded first; then `--workers N` builds N databases side by side (one engine,
+threads: plbench.procedures.parallel), timed as a whole (the phases are told apart with one worker only).
 
-    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedures_sample.py [--every 8 | --databases 10]
+    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedures_sample.py [--every 8 | --databases 10] [--workers 2]
+        [--dump out.json]
+
+`--dump` writes every seed (suite and strength), task and rejection of the sample as JSON, and `--compare`
+prints where two such dumps differ (by id), so a change to the build can show its output is the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from collections import Counter
@@ -32,6 +40,7 @@ from plbench.normalize.emit import normalize  # noqa: E402
 from plbench.normalize.load import load_postgres  # noqa: E402
 from plbench.normalize.sqlite_source import read_sqlite  # noqa: E402
 from plbench.procedures import build, seeds, strength, suites  # noqa: E402
+from plbench.procedures.parallel import each_database  # noqa: E402
 from plbench.procedures.stages import selected_databases  # noqa: E402
 from plbench.spider import gold  # noqa: E402
 from plbench.spider.stages import ingest_spider1  # noqa: E402
@@ -43,6 +52,7 @@ PHASES = {
     "strengthen": (seeds, "strengthen"),
     "scenarios": (build, "seed_tasks"),
 }
+STRENGTH_FIELDS = ("total", "killed", "by_operator", "survivors", "trivial_passed")
 
 
 class Phases:
@@ -89,11 +99,51 @@ def mirror_spider(config: BuildConfig) -> tuple[Path, list, list[str]]:
     return root, queries, sorted(p.name for p in (root / "database").iterdir() if (p / f"{p.name}.sqlite").exists())
 
 
+def _dumped(out) -> dict:
+    """One database's output by id: its seeds (suite and strength), tasks and rejections, as JSON values."""
+    found = {}
+    for v in out.seeds.seeds:
+        strength = {k: getattr(v.strength, k) for k in STRENGTH_FIELDS}
+        found[f"seed {v.seed.seed_id}"] = {"suite": v.suite.to_json(v.seed), "strength": strength}
+    for t in out.tasks:
+        found[f"task {t.task_id} {t.dialect}"] = dataclasses.asdict(t)
+    for r in out.seeds.rejections + out.rejections:
+        found.setdefault(f"rejection {r.source_id} {r.stage}", []).append([r.reason_code, r.detail])
+    return json.loads(json.dumps(found, default=str))
+
+
+def compare(before_path: str, after_path: str) -> None:
+    before, after = (json.loads(Path(p).read_text()) for p in (before_path, after_path))
+    kinds = Counter(k.split()[0] for k in before)
+    print(f"{before_path}: {dict(kinds)}; {after_path}: {dict(Counter(k.split()[0] for k in after))}")
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            print(f"differs: {key}\n  before: {str(before.get(key))[:300]}\n  after:  {str(after.get(key))[:300]}")
+
+
+def load(engine, root: Path, queries: list, name: str):
+    """(pg, oracle, equivalence) of one mirror database, normalized, loaded and gold-checked; None when its
+    rows do not verify."""
+    path = root / "database" / name / f"{name}.sqlite"
+    source = read_sqlite(path, "spider1", name, str(path))
+    pg, oracle = normalize(source, "postgres"), normalize(source, "oracle")
+    with engine.connection() as conn:
+        if not load_postgres(conn, pg).verified:
+            return None
+    with engine.session(reads=(pg.schema_name,)) as session:
+        return pg, oracle, gold.check_database(path, pg, [q for q in queries if q.db_id == name], session, oracle)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=int, default=8, help="take every k-th database")
     parser.add_argument("--databases", type=int, help="take the databases the build takes with this cap")
+    parser.add_argument("--workers", type=int, default=1, help="databases built side by side (phases: only 1)")
+    parser.add_argument("--dump", help="write the sample's seeds, tasks and rejections to this JSON file")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two dumps, then stop")
     args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
     config = BuildConfig.from_env()
     root, queries, every_name = mirror_spider(config)
     if args.databases:
@@ -102,23 +152,15 @@ def main() -> None:
         names = every_name[:: args.every]
     phases = Phases()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
-    seeds, tasks, rejected, kills = 0, Counter(), Counter(), Counter()
-    with_seeds, load_s, build_s, build_trips = 0, 0.0, 0.0, 0
-    for name in names:
-        start = time.perf_counter()
-        path = root / "database" / name / f"{name}.sqlite"
-        source = read_sqlite(path, "spider1", name, str(path))
-        pg, oracle = normalize(source, "postgres"), normalize(source, "oracle")
-        with engine.connection() as conn:
-            if not load_postgres(conn, pg).verified:
-                continue
-        with engine.session(reads=(pg.schema_name,)) as session:
-            equivalence = gold.check_database(path, pg, [q for q in queries if q.db_id == name], session, oracle)
-        middle, trips = time.perf_counter(), phases.total_trips
-        out = build.database_procedures(engine, pg, oracle, equivalence)
-        build_s += time.perf_counter() - middle
-        build_trips += phases.total_trips - trips
-        load_s += middle - start
+    start = time.perf_counter()
+    loaded = [(name, db) for name in names if (db := load(engine, root, queries, name)) is not None]
+    load_s, trips = time.perf_counter() - start, phases.total_trips
+    start = time.perf_counter()
+    outs = each_database(lambda item: build.database_procedures(engine, *item[1]), loaded, args.workers)
+    build_s, build_trips = time.perf_counter() - start, phases.total_trips - trips
+    seeds, tasks, rejected, kills, with_seeds, dumped = 0, Counter(), Counter(), Counter(), 0, {}
+    for (name, _), out in zip(loaded, outs):
+        dumped.update(_dumped(out) if args.dump else {})
         seeds += len(out.seeds.seeds)
         with_seeds += bool(out.seeds.seeds)
         rejected.update(r.reason_code for r in out.seeds.rejections + out.rejections)
@@ -126,8 +168,8 @@ def main() -> None:
             tasks[(t.scenario, t.dialect)] += 1
             kills[(t.scenario, "total")] += t.mutants_total
             kills[(t.scenario, "killed")] += t.mutants_killed
-        print(f"{name}: {len(out.seeds.seeds)} seeds, {len(out.tasks)} tasks", flush=True)
-    print(f"\ndatabases: {len(names)} sampled, {with_seeds} with seeds; seeds validated: {seeds}")
+        print(f"{name}: {len(out.seeds.seeds)} seeds, {len(out.tasks)} tasks")
+    print(f"\ndatabases: {len(names)} sampled, {len(loaded)} loaded, {with_seeds} with seeds; seeds validated: {seeds}")
     for scenario in sorted({s for s, _ in tasks}):
         total, killed = kills[(scenario, "total")], kills[(scenario, "killed")]
         print(
@@ -135,16 +177,22 @@ def main() -> None:
             f"mutants killed {killed}/{total} ({killed / total:.1%})"
         )
     print("rejections:", dict(rejected.most_common()))
-    print(f"normalize + load + gold check (baseline): {load_s:7.1f} s")
-    print(f"procedures (seeds, suites, mutants, scenarios): {build_s:7.1f} s ({build_s / max(load_s, 1e-9):.1f}x)")
-    for name in PHASES:
-        print(f"  {name:11s} {phases.seconds[name]:7.1f} s  {phases.trips[name]:7d} round trips")
-    rest_trips = build_trips - sum(phases.trips.values())
-    print(f"  {'other':11s} {build_s - sum(phases.seconds.values()):7.1f} s  {rest_trips:7d} round trips")
+    print(f"normalize + load + gold check (baseline, serial): {load_s:7.1f} s")
+    print(
+        f"procedures (seeds, suites, mutants, scenarios), {args.workers} worker(s): {build_s:7.1f} s "
+        f"({build_s / max(load_s, 1e-9):.1f}x), {build_trips} round trips"
+    )
+    if args.workers == 1:
+        for name in PHASES:
+            print(f"  {name:11s} {phases.seconds[name]:7.1f} s  {phases.trips[name]:7d} round trips")
+        rest_trips = build_trips - sum(phases.trips.values())
+        print(f"  {'other':11s} {build_s - sum(phases.seconds.values()):7.1f} s  {rest_trips:7d} round trips")
     print(
         f"projected on the mirror's {len(every_name)} databases: "
         f"{build_s * len(every_name) / len(names) / 60:.1f} min of procedures"
     )
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dumped, sort_keys=True))
     engine.close()
 
 

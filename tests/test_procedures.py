@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+
 import pytest
 
 from plbench.dialects.static_checks import check_block_structure
+from plbench.procedures.build import context
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
 from plbench.procedures.mutants import OPERATORS, mutants_of
-from plbench.procedures.strength import measure, text_columns, trivial_candidates
+from plbench.procedures.parallel import each_database
+from plbench.procedures.seeds import not_seedable
+from plbench.procedures.strength import fails_suite, measure, text_columns, trivial_candidates
 from plbench.procedures.suites import CallSuite, call_text, run_seed
 from plbench.procedures.workspace import DatabaseCopy, Workspace
 
@@ -200,6 +206,25 @@ def test_remeasuring_a_longer_suite_runs_only_what_its_first_calls_let_pass(seed
     assert compared >= 3
 
 
+def test_the_adapters_start_from_the_verdicts_measure_found(seeds, workspace, fixture):
+    """Strength.verdicts holds fails_suite's answer on the final suite for every mutant and trivial candidate
+    (a strengthened suite's earlier kills included), and each seed's adapter context starts from a copy."""
+    compared = 0
+    for v in seeds.values():
+        mutants = mutants_of(v.seed.procedure, {"text_columns": text_columns(workspace, v.seed)})
+        texts = [m.procedure.render("postgres") for m in mutants]
+        texts += [p.render("postgres") for p in trivial_candidates(v.seed, v.suite).values()]
+        assert set(v.strength.verdicts) == set(texts), v.seed.seed_id
+        for text in texts:
+            assert v.strength.verdicts[text] == fails_suite(workspace, v.seed, v.suite, text), v.seed.seed_id
+            compared += 1
+        ctx = context(v, fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}))
+        assert ctx.verdicts == v.strength.verdicts and ctx.verdicts is not v.strength.verdicts
+    assert compared > 50
+    runs: list[int] = []
+    assert [ctx.once("rerun", lambda: runs.append(1) or "shown") for _ in range(2)] == ["shown"] * 2 and runs == [1]
+
+
 def test_reading_only_the_written_tables_gives_every_tables_state_as_a_full_read(seeds, workspace):
     """run_seed reads only the seed's tables after each call: for the reference, every mutant and every
     trivial candidate the per-call state of every table is what reading all of them gives."""
@@ -303,6 +328,36 @@ def test_a_setup_that_does_not_parse_leaves_the_workspace_whole(seeds, workspace
     assert [c.observed() for c in again.calls] == [r.observed() for r in v.suite.expected]
 
 
+def test_built_runs_keep_their_setup_and_give_what_a_plain_run_gives(seeds, workspace):
+    """run_built leaves the setup applied for the next run of the same setup; a procedure that does not
+    install leaves it whole, a query in between sees the plain copy, and a setup that fails fails every run."""
+    v = seeds["procfix/train/1/status_update"]
+    text, setup, expected = v.seed.procedure.render("postgres"), v.seed.setup["postgres"], v.suite.expected
+    assert [c.observed() for c in run_seed(workspace, v.seed, _calls(v)).calls] == [r.observed() for r in expected]
+    assert run_seed(workspace, v.seed, _calls(v), "CREATE PROCEDURE broken(").install_error.startswith("42601")
+    again = run_seed(workspace, v.seed, _calls(v), text)
+    assert [c.observed() for c in again.calls] == [r.observed() for r in expected]
+    assert "review_status" not in workspace.query("SELECT * FROM customer LIMIT 0").columns
+    plain = workspace.run(setup, text, _calls(v), v.seed.writes)
+    assert [c.observed() for c in plain.calls] == [r.observed() for r in expected]
+    broken = workspace.run_built(["CREATE TABLE plb_broken (column int)"], text, _calls(v), v.seed.writes)
+    assert broken.install_error.startswith("42601: syntax error") and not broken.calls
+    assert workspace.run_built(["CREATE TABLE plb_broken (column int)"], text, [], ()).install_error == (
+        broken.install_error
+    )
+    assert [c.observed() for c in run_seed(workspace, v.seed, _calls(v)).calls] == [r.observed() for r in expected]
+
+
+def test_a_database_without_rows_gives_no_seed_and_runs_nothing(fixture):
+    empty = dataclasses.replace(fixture.pg, tables=[dataclasses.replace(t, rows=[]) for t in fixture.pg.tables])
+    out = not_seedable(empty, fixture.equivalence)
+    assert not out.seeds and out.considered == 0
+    assert [(r.source_id, r.reason_code, r.detail) for r in out.rejections] == [
+        (f"train/{i}", "database_empty", "procfix: no table has a row") for i in range(1, 8)
+    ]
+    assert not_seedable(fixture.pg, fixture.equivalence) is None
+
+
 def test_row_difference_counts_changed_added_and_removed_rows():
     expected = [("(1)", "(1,a)"), ("(2)", "(2,b)"), ("(3)", "(3,c)")]
     got = [("(1)", "(1,a)"), ("(2)", "(2,x)"), ("(4)", "(4,d)"), ("(5)", "(5,e)")]
@@ -315,3 +370,17 @@ def test_the_catalog_gives_the_grader_what_the_normalized_database_does(pg_engin
     made = DatabaseCopy.of(fixture.pg)
     assert (sorted(read.tables), read.keys, read.text_columns) == (sorted(made.tables), made.keys, made.text_columns)
     assert made.keys == {"customer": ("id",), "orders": ("order_id",), "archive": ("id",)}
+
+
+def test_databases_run_side_by_side_and_keep_their_order():
+    both = threading.Barrier(2, timeout=10)  # broken, so the test fails, unless two items run at once
+
+    def work(item: int) -> tuple[int, int]:
+        if item < 2:
+            both.wait()
+        return item, item * item
+
+    assert each_database(work, [0, 1, 2, 3], workers=2) == [(0, 0), (1, 1), (2, 4), (3, 9)]
+    assert each_database(lambda i: threading.current_thread(), [0, 1], workers=1) == [threading.current_thread()] * 2
+    with pytest.raises(ZeroDivisionError):
+        each_database(lambda i: 1 // i, [1, 0, 2], workers=2)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from plbench.normalize.emit import NormalizedDatabase
 from plbench.procedures.scenarios import ADAPTERS
-from plbench.procedures.seeds import SUBSET, DatabaseSeeds, ValidatedSeed, seeds_in, too_large, workspaces
+from plbench.procedures.seeds import SUBSET, DatabaseSeeds, ValidatedSeed, not_seedable, seeds_in, workspaces
 from plbench.procedures.tasks import AdapterContext, AdapterRejected, ScenarioTask
 from plbench.procedures.workspace import Workspace
 from plbench.records import Rejection
@@ -57,9 +57,9 @@ def database_procedures(
     engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, equivalence: list, scenarios=None
 ) -> DatabaseProcedures:
     """Seeds and scenario tasks of one loaded database, in one workspace (and its shuffled twin)."""
-    large = too_large(pg_db, equivalence)
-    if large is not None:
-        return DatabaseProcedures(large)
+    left_out = not_seedable(pg_db, equivalence)
+    if left_out is not None:
+        return DatabaseProcedures(left_out)
     with workspaces(engine, pg_db) as (workspace, shuffled), scaled_copies(engine, pg_db) as scaled:
         seeds = seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)
         return tasks_in(workspace, seeds, pg_db, oracle_db, frozenset({engine.dialect}), scaled, scenarios)
@@ -95,7 +95,8 @@ def context(
 ) -> AdapterContext:
     """What the adapters see; `executed`: the dialects whose engine runs in this build."""
     suite = validated.suite.to_json(validated.seed)
-    return AdapterContext(validated, pg_db, oracle_db, workspace, suite, executed, scaled=scaled)
+    verdicts = dict(validated.strength.verdicts)
+    return AdapterContext(validated, pg_db, oracle_db, workspace, suite, executed, verdicts, scaled)
 
 
 @contextlib.contextmanager

@@ -43,7 +43,7 @@ class Grade:
 def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
     keys = workspace.db.keys.get(table, ())
     key = f"ROW({', '.join('r.' + k for k in keys)})::text" if keys else "r::text"
-    result = workspace.query(f"SELECT {key}, r::text FROM {workspace.schema}.{table} AS r")
+    result = workspace.read(f"SELECT {key}, r::text FROM {workspace.schema}.{table} AS r")
     return [tuple(r) for r in result.rows] if result.ok else []
 
 

@@ -19,7 +19,7 @@ from plbench.procedures.workspace import Workspace
 from plbench.records import Rejection
 
 SUBSET = "procedures"
-MAX_ROWS = 20_000  # a database copied per run; larger ones are left out (named in the rejections)
+MAX_ROWS = 20_000  # a database copied per workspace; larger ones are left out (named in the rejections)
 MAX_SEEDS_PER_DATABASE = 16
 # A seed is released only when its suite kills this share of its mutants (after strengthening): a
 # predicate the database's rows cannot tell from its flip (an empty table, a count that is 0 either way)
@@ -67,9 +67,9 @@ def database_seeds(
     engine, pg_db: NormalizedDatabase, oracle_db: NormalizedDatabase | None, equivalence: list
 ) -> DatabaseSeeds:
     """Validated seeds of one loaded database (`equivalence`: its gold queries' EquivalenceResults)."""
-    large = too_large(pg_db, equivalence)
-    if large is not None:
-        return large
+    left_out = not_seedable(pg_db, equivalence)
+    if left_out is not None:
+        return left_out
     with workspaces(engine, pg_db) as (workspace, shuffled):
         return seeds_in(workspace, shuffled, pg_db, oracle_db, equivalence)
 
@@ -119,14 +119,20 @@ def seeds_in(
     return out
 
 
-def too_large(pg_db: NormalizedDatabase, equivalence: list) -> DatabaseSeeds | None:
-    """The rejections of a database too large to copy per run (None when it is small enough)."""
+def not_seedable(pg_db: NormalizedDatabase, equivalence: list) -> DatabaseSeeds | None:
+    """The rejections of a database no seed is built from, without running anything (None when seeds may
+    come from it): too large to copy per run, or without a row (every predicate then matches nothing whatever
+    its arguments, so no call suite tells a mutant from the reference)."""
     rows = sum(len(t.rows) for t in pg_db.tables)
-    if rows <= MAX_ROWS:
+    if rows > MAX_ROWS:
+        code, detail = "database_too_large", f"{pg_db.name}: {rows} rows"
+    elif rows == 0:
+        code, detail = "database_empty", f"{pg_db.name}: no table has a row"
+    else:
         return None
     out = DatabaseSeeds(pg_db.name)
     for g in _unique_gold(equivalence):
-        _reject(out, f"{g.query.split}/{g.query.source_id}", "database_too_large", f"{pg_db.name}: {rows} rows")
+        _reject(out, f"{g.query.split}/{g.query.source_id}", code, detail)
     return out
 
 

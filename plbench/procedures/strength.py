@@ -33,6 +33,9 @@ class Strength:
     survivors: list[str] = field(default_factory=list)  # "<operator>: <description>"
     surviving: list[Mutant] = field(default_factory=list)
     trivial_passed: list[str] = field(default_factory=list)  # trivial candidates that pass the suite
+    # procedure text -> fails_suite's answer on the suite, for every mutant and trivial candidate measured
+    # (the adapters ask about some of them again: AdapterContext.verdicts starts from these)
+    verdicts: dict[str, str] = field(default_factory=dict)
 
     @property
     def kill_rate(self) -> float:
@@ -86,8 +89,8 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite, previous: Streng
 
     With `previous`, the strength of a suite whose calls this one begins with, only its survivors and the
     trivial candidates that passed it run again: what a deterministic suite's first calls tell apart, the
-    whole suite does."""
-    strength = Strength()
+    whole suite does (and, stopping at the first difference, says it as the first calls did)."""
+    strength = Strength(verdicts=dict(previous.verdicts) if previous else {})
     counts: Counter = Counter()
     if previous is None:
         mutants = mutants_of(seed.procedure, {"text_columns": text_columns(workspace, seed)})
@@ -98,7 +101,7 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite, previous: Streng
         strength.total = strength.killed = previous.killed
         counts.update({(op, True): killed for op, (_, killed) in previous.by_operator.items()})
     for mutant in mutants:
-        killed = bool(fails_suite(workspace, seed, suite, mutant.procedure.render("postgres")))
+        killed = bool(_verdict(strength, workspace, seed, suite, mutant.procedure.render("postgres")))
         counts[(mutant.operator, killed)] += 1
         strength.total += 1
         strength.killed += killed
@@ -108,9 +111,14 @@ def measure(workspace: Workspace, seed: Seed, suite: CallSuite, previous: Streng
     for op in sorted({op for op, _ in counts}):
         strength.by_operator[op] = [counts[(op, True)] + counts[(op, False)], counts[(op, True)]]
     for name, proc in trivial.items():
-        if not fails_suite(workspace, seed, suite, proc.render("postgres")):
+        if not _verdict(strength, workspace, seed, suite, proc.render("postgres")):
             strength.trivial_passed.append(name)
     return strength
+
+
+def _verdict(strength: Strength, workspace: Workspace, seed: Seed, suite: CallSuite, procedure: str) -> str:
+    strength.verdicts[procedure] = fails_suite(workspace, seed, suite, procedure)
+    return strength.verdicts[procedure]
 
 
 def _diverging_index(a: Trace, b: Trace) -> int | None:

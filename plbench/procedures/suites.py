@@ -105,7 +105,7 @@ def column_values(workspace: Workspace, param: Param) -> list:
         f"SELECT DISTINCT {param.column['postgres']} FROM {param.table['postgres']} "
         f"WHERE {param.column['postgres']} IS NOT NULL ORDER BY 1 LIMIT 500"
     )
-    result = workspace.query(q)
+    result = workspace.read(q)
     return [r[0] for r in result.rows] if result.ok else []
 
 
@@ -145,7 +145,7 @@ def run_seed(workspace: Workspace, seed: Seed, calls: list[str], procedure: str 
     and nothing in the copy (no trigger, no foreign key, no rule) carries a write to another, so only
     they are read after each call; the other tables keep their initial state."""
     text = procedure if procedure is not None else seed.procedure.render("postgres")
-    return workspace.run(seed.setup["postgres"], text, calls, seed.writes, written=seed.writes, **kw)
+    return workspace.run_built(seed.setup["postgres"], text, calls, seed.writes, **kw)
 
 
 def build_suite(seed: Seed, workspace: Workspace, shuffled: Workspace) -> CallSuite:

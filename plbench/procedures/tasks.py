@@ -70,6 +70,14 @@ class AdapterContext:
     verdicts: dict[str, str] = field(default_factory=dict)  # procedure text -> fails() answer
     # a workspace of the same database with tables repeated as asked ({table: times}), for timing (B2)
     scaled: Callable[[dict[str, int]], Workspace] | None = None
+    checked: dict[str, object] = field(default_factory=dict)  # what `once` computed, by key
+
+    def once(self, key: str, compute: Callable[[], object]) -> object:
+        """`compute()`, the first time `key` is asked for: a check that is the same for the seed's task in
+        every dialect (a rerun of the PostgreSQL reference) runs once for all of them."""
+        if key not in self.checked:
+            self.checked[key] = compute()
+        return self.checked[key]
 
     def runs(self, target: str) -> bool:
         """Whether code in the `target` dialect runs in this build."""

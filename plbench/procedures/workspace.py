@@ -7,6 +7,11 @@ the task's setup, the procedure, its calls; after each call the state of every u
 in SQL; then back to the savepoint. A shuffled
 workspace copies the rows in another physical order, for the determinism check.
 
+The build's own procedures (the reference, its mutants, the adapters' variants: `run_built`) run many
+times on one setup: the setup then stays applied under its own savepoint between their runs, its initial
+state read once, and a run only installs the procedure, calls it and rolls back to the setup. Every other
+use of the workspace first rolls the setup back, so it sees the plain copy.
+
 Procedures run inside the session's transaction, so a procedure that issues COMMIT or ROLLBACK fails
 with SQLSTATE 2D000 (invalid transaction termination): a reference never does, a candidate that does
 fails that call. Between calls nothing but the calls runs; the state reads are schema-qualified and call
@@ -22,10 +27,12 @@ from dataclasses import dataclass, field
 from psycopg import sql
 
 from plbench.dialects import DIALECTS
+from plbench.engines.base import QueryResult
 from plbench.normalize.emit import NormalizedDatabase
 from plbench.normalize.typemap import TargetName
 
 RUN_SAVEPOINT = "plb_run"
+SETUP_SAVEPOINT = "plb_setup"
 TAMPERED = "tampered"
 
 
@@ -111,6 +118,10 @@ class Workspace:
         self.schema = session.schema
         self.tables = list(self.db.tables)
         self.scale: dict[str, int] = {}
+        # run_built's setup applied under SETUP_SAVEPOINT: its key and its initial state (or why it failed)
+        self._setup: tuple | None = None
+        self._setup_initial: dict[str, tuple[int, str]] | str = {}
+        self._running = False
         self._copy([self._copy_statement(table, shuffled, 1) for table in self.tables])
 
     def _copy_statement(self, table: str, shuffled: bool, times: int) -> str:
@@ -132,6 +143,7 @@ class Workspace:
     def rescale(self, scale: dict[str, int]) -> None:
         """Make each table of `scale` hold its rows that many times over (B2's timing copy), every other
         table its rows once; only the tables whose factor changes are copied again."""
+        self._drop_setup()
         wanted = {t: n for t, n in scale.items() if n > 1}
         changed = [t for t in sorted(set(self.scale) | set(wanted)) if self.scale.get(t, 1) != wanted.get(t, 1)]
         if changed:
@@ -157,15 +169,39 @@ class Workspace:
         return _state(read if read is not None else done)
 
     def query(self, text: str):
+        self._drop_setup()
         return self.session.query(text)
 
-    def _install(self, setup: list[str], procedure: str) -> str | None:
+    def read(self, text: str) -> QueryResult:
+        """`query` in one round trip, for the harness's own reads of the copy whose text is known to parse
+        (names the catalog spells, in a fixed statement): see PostgresSession.execute_own."""
+        self._drop_setup()
+        done, rows = self.session.execute_own(text)
+        return rows if rows is not None else QueryResult(error=done.error, timed_out=done.timed_out)
+
+    def _install(self, statements: list[str]) -> str | None:
         """Why the setup or the procedure did not install (each on its own: either may fail to parse)."""
-        for statement in [*setup, procedure]:
+        for statement in statements:
             done = self.session.execute(statement)
             if not done.ok:
                 return _why(done)
         return None
+
+    def _drop_setup(self) -> None:
+        """Back to the plain copy, outside a run (inside one, the run's own callbacks look at its state)."""
+        if self._setup is not None and not self._running:
+            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {SETUP_SAVEPOINT}; RELEASE SAVEPOINT {SETUP_SAVEPOINT}")
+            self._setup = None
+
+    def _apply_setup(self, setup: tuple[str, ...], tables: tuple[str, ...]) -> dict[str, tuple[int, str]] | str:
+        """The state of `tables` once `setup` ran (applied now unless it is applied already), or why it failed."""
+        if self._setup != (setup, tables):
+            self._drop_setup()
+            self.session.execute_own(f"SAVEPOINT {SETUP_SAVEPOINT}")
+            self._setup = (setup, tables)
+            why = self._install(list(setup))
+            self._setup_initial = why if why else self._own_state(self.state_query(list(tables)))
+        return self._setup_initial
 
     def run(
         self,
@@ -176,35 +212,66 @@ class Workspace:
         inspect: Callable[[int, CallResult], bool] | None = None,
         start: Callable[[], None] | None = None,
         states: bool = True,
-        written: tuple[str, ...] | None = None,
     ) -> Trace:
         """Run the procedure's calls from the initial state (the copy plus `setup`), then restore it.
 
         `inspect(index, result)` sees each call's result while its state is still live; False stops the run.
         `start()` sees the initial state, before the first call. Without `states`, no state is read (timing).
-        `written`: the only tables the procedure can change, when that is known (the build's own procedures,
-        see suites.run_seed); after each call only they are read, every other table keeps its initial state.
         """
+        self._drop_setup()
         tables = self.tables + [t for t in extra_tables if t not in self.tables]
         trace = Trace()
         self.session.execute_own(f"SAVEPOINT {RUN_SAVEPOINT}")
         try:
-            if why := self._install(setup, procedure):
+            if why := self._install([*setup, procedure]):
                 trace.install_error = why
                 return trace
             trace.initial = self._own_state(self.state_query(tables)) if states else {}
-            changing = [t for t in tables if written is None or t in written]
-            state_query = self.state_query(changing) if states else ""
             if start is not None:
                 start()
-            for index, call in enumerate(calls):
-                result = self.call(call, state_query, trace.initial if written is not None else None)
-                trace.calls.append(result)
-                if inspect is not None and not inspect(index, result):
-                    break
+            self._calls(trace, calls, self.state_query(tables) if states else "", None, inspect)
             return trace
         finally:
             self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+
+    def run_built(
+        self,
+        setup: list[str],
+        procedure: str,
+        calls: list[str],
+        written: tuple[str, ...],
+        inspect: Callable[[int, CallResult], bool] | None = None,
+    ) -> Trace:
+        """`run` for a procedure the build made (see suites.run_seed), which can change only the tables
+        `written`: after each call only they are read, every other table keeps its initial state. The setup
+        stays applied for the next run of the same setup (see the module docstring)."""
+        tables = tuple(self.tables + [t for t in written if t not in self.tables])
+        initial = self._apply_setup(tuple(setup), tables)
+        trace = Trace()
+        if isinstance(initial, str):
+            trace.install_error = initial
+            return trace
+        # The run's savepoint in the procedure's own statement: when it fails, neither is left
+        done = self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}; {procedure}")
+        if not done.ok:
+            trace.install_error = _why(done)
+            return trace
+        self._running = True
+        try:
+            trace.initial = dict(initial)
+            changing = self.state_query([t for t in tables if t in written])
+            self._calls(trace, calls, changing, trace.initial, inspect)
+            return trace
+        finally:
+            self._running = False
+            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+
+    def _calls(self, trace: Trace, calls: list[str], state_query: str, unchanged: dict | None, inspect) -> None:
+        for index, call in enumerate(calls):
+            result = self.call(call, state_query, unchanged)
+            trace.calls.append(result)
+            if inspect is not None and not inspect(index, result):
+                break
 
 
 def state_query(schema: str, tables: list[str]) -> str:

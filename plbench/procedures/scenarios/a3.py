@@ -26,7 +26,7 @@ def _cell(value) -> str:
 
 
 def _rows(ctx: AdapterContext, table: str) -> tuple[list[str], list[tuple]]:
-    result = ctx.workspace.query(f"SELECT r.* FROM {ctx.workspace.schema}.{table} AS r ORDER BY r")
+    result = ctx.workspace.read(f"SELECT r.* FROM {ctx.workspace.schema}.{table} AS r ORDER BY r")
     return result.columns, [tuple(_cell(v) for v in row) for row in result.rows]
 
 
@@ -119,7 +119,7 @@ def build(ctx: AdapterContext) -> list[ScenarioTask]:
 
 def check(task: ScenarioTask, ctx: AdapterContext) -> None:
     shown = task.materials["examples.md"]
-    if shown != examples(ctx):
+    if shown != ctx.once("a3 examples", lambda: examples(ctx)):
         raise AdapterRejected("examples_not_reproduced", "a new run of the reference shows other examples")
     if leak := LEAKAGE.search(shown):
         raise AdapterRejected("leakage", f"examples.md contains code: {leak.group(0)[:60]}")

@@ -115,7 +115,7 @@ def row_by_row(procedure: Procedure) -> Procedure | None:
 
 def _counters(workspace: Workspace) -> dict[str, int]:
     schema = sql.Literal(workspace.schema).as_string(None)
-    result = workspace.query(
+    result = workspace.read(
         "SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0), "
         "coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0), "
         f"coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_catalog.pg_stat_xact_user_tables "
