@@ -241,6 +241,7 @@ class Workspace:
         calls: list[str],
         written: tuple[str, ...],
         inspect: Callable[[int, CallResult], bool] | None = None,
+        start: Callable[[], None] | None = None,
     ) -> Trace:
         """`run` for a procedure the build made (see suites.run_seed), which can change only the tables
         `written`: after each call only they are read, every other table keeps its initial state. The setup
@@ -259,6 +260,8 @@ class Workspace:
         self._running = True
         try:
             trace.initial = dict(initial)
+            if start is not None:
+                start()
             changing = self.state_query([t for t in tables if t in written])
             self._calls(trace, calls, changing, trace.initial, inspect)
             return trace

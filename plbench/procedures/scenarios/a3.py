@@ -88,7 +88,7 @@ def examples(ctx: AdapterContext) -> str:
         return index + 1 < SHOWN_CALLS
 
     calls = [r.call for r in suite.expected]
-    ctx.workspace.run(
+    ctx.workspace.run_built(
         list(seed.setup["postgres"]), seed.procedure.render("postgres"), calls, seed.writes, look, snapshot
     )
     parts = ["# Examples", "## Starting state"]

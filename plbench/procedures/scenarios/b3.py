@@ -74,7 +74,7 @@ def build(ctx: AdapterContext) -> list[ScenarioTask]:
     pg_flipped = flip.procedure.render("postgres")
     observed = _observed(ctx, pg_flipped)
     buggy, slip = _slip(pg_flipped)
-    installed = ctx.workspace.run(list(ctx.seed.setup["postgres"]), buggy, [], ctx.seed.writes)
+    installed = ctx.workspace.run_built(list(ctx.seed.setup["postgres"]), buggy, [], ctx.seed.writes)
     if installed.install_error is None:
         raise AdapterRejected("compile_slip_compiles", f"{slip} still installs")
     compiled = {ctx.pg_db.dialect: {"buggy_procedure.sql": buggy, "error.txt": installed.install_error + "\n"}}

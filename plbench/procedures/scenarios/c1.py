@@ -71,7 +71,7 @@ def _effect_differs(ctx: AdapterContext) -> str:
             found["same"] = q.ok and bool(q.rows) and q.rows[0][0]
         return i < index
 
-    ctx.workspace.run(
+    ctx.workspace.run_built(
         list(seed.setup["postgres"]),
         seed.procedure.render("postgres"),
         [r.call for r in suite.expected],
