@@ -156,10 +156,18 @@ def main() -> None:
     loaded = [(name, db) for name in names if (db := load(engine, root, queries, name)) is not None]
     load_s, trips = time.perf_counter() - start, phases.total_trips
     start = time.perf_counter()
-    outs = each_database(lambda item: build.database_procedures(engine, *item[1]), loaded, args.workers)
+
+    def built(item):
+        began = time.perf_counter()
+        out = build.database_procedures(engine, *item[1])
+        seconds = time.perf_counter() - began
+        print(f"{item[0]}: {len(out.seeds.seeds)} seeds, {len(out.tasks)} tasks, {seconds:.1f} s", flush=True)
+        return out
+
+    outs = each_database(built, loaded, args.workers)
     build_s, build_trips = time.perf_counter() - start, phases.total_trips - trips
     seeds, tasks, rejected, kills, with_seeds, dumped = 0, Counter(), Counter(), Counter(), 0, {}
-    for (name, _), out in zip(loaded, outs):
+    for out in outs:
         dumped.update(_dumped(out) if args.dump else {})
         seeds += len(out.seeds.seeds)
         with_seeds += bool(out.seeds.seeds)
@@ -168,7 +176,6 @@ def main() -> None:
             tasks[(t.scenario, t.dialect)] += 1
             kills[(t.scenario, "total")] += t.mutants_total
             kills[(t.scenario, "killed")] += t.mutants_killed
-        print(f"{name}: {len(out.seeds.seeds)} seeds, {len(out.tasks)} tasks")
     print(f"\ndatabases: {len(names)} sampled, {len(loaded)} loaded, {with_seeds} with seeds; seeds validated: {seeds}")
     for scenario in sorted({s for s, _ in tasks}):
         total, killed = kills[(scenario, "total")], kills[(scenario, "killed")]

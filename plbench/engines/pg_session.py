@@ -125,7 +125,9 @@ class PostgresSession:
             self._xid = self._live().execute(setup + self._settings()).fetchone()[0]
         self._unchecked = False
 
-    def execute(self, statement: str) -> ExecResult:
+    def execute(self, statement: str, before: str = "") -> ExecResult:
+        """Run `statement` in a savepoint; `before`: the harness's own statements (known to parse, ending in
+        `;`) sent with the savepoint, ahead of it."""
         conn = self._live()
         self._lines = []
         savepoint = self._next_savepoint()
@@ -133,7 +135,7 @@ class PostgresSession:
             with self._guard("running a statement"), self._watched(conn):
                 # Its own round trip: the server parses a whole query string before running any of it, so a
                 # syntax error in the statement would otherwise leave no savepoint to roll back to.
-                conn.execute(f"SAVEPOINT {savepoint}")
+                conn.execute(f"{before}SAVEPOINT {savepoint}")
                 conn.execute(statement)  # no parameters: simple protocol, several statements allowed
         except EngineUnavailable:
             if self._killed:

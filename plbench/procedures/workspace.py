@@ -9,8 +9,9 @@ workspace copies the rows in another physical order, for the determinism check.
 
 The build's own procedures (the reference, its mutants, the adapters' variants: `run_built`) run many
 times on one setup: the setup then stays applied under its own savepoint between their runs, its initial
-state read once, and a run only installs the procedure, calls it and rolls back to the setup. Every other
-use of the workspace first rolls the setup back, so it sees the plain copy.
+state read once, and a run only installs the procedure and calls it: its rollback to the setup goes with
+the next run's install. Every other use of the workspace first rolls the setup back (and a run's changes
+with it), so it sees the plain copy.
 
 Procedures run inside the session's transaction, so a procedure that issues COMMIT or ROLLBACK fails
 with SQLSTATE 2D000 (invalid transaction termination): a reference never does, a candidate that does
@@ -122,6 +123,7 @@ class Workspace:
         self._setup: tuple | None = None
         self._setup_initial: dict[str, tuple[int, str]] | str = {}
         self._running = False
+        self._run_left = False  # a built run's changes are still there (its rollback goes with the next install)
         self._copy([self._copy_statement(table, shuffled, 1) for table in self.tables])
 
     def _copy_statement(self, table: str, shuffled: bool, times: int) -> str:
@@ -191,7 +193,7 @@ class Workspace:
         """Back to the plain copy, outside a run (inside one, the run's own callbacks look at its state)."""
         if self._setup is not None and not self._running:
             self.session.execute_own(f"ROLLBACK TO SAVEPOINT {SETUP_SAVEPOINT}; RELEASE SAVEPOINT {SETUP_SAVEPOINT}")
-            self._setup = None
+            self._setup, self._run_left = None, False
 
     def _apply_setup(self, setup: tuple[str, ...], tables: tuple[str, ...]) -> dict[str, tuple[int, str]] | str:
         """The state of `tables` once `setup` ran (applied now unless it is applied already), or why it failed."""
@@ -252,8 +254,11 @@ class Workspace:
         if isinstance(initial, str):
             trace.install_error = initial
             return trace
-        # The run's savepoint in the procedure's own statement: when it fails, neither is left
-        done = self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}; {procedure}")
+        # The last run's rollback goes ahead of the install; the run's savepoint is in the procedure's own
+        # statement, so when that fails neither is left
+        undo = f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}; " if self._run_left else ""
+        done = self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}; {procedure}", before=undo)
+        self._run_left = done.ok
         if not done.ok:
             trace.install_error = _why(done)
             return trace
@@ -267,7 +272,6 @@ class Workspace:
             return trace
         finally:
             self._running = False
-            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
 
     def _calls(self, trace: Trace, calls: list[str], state_query: str, unchanged: dict | None, inspect) -> None:
         for index, call in enumerate(calls):
