@@ -140,9 +140,7 @@ def _partition_metadata(report) -> dict:
         "tables": report.tables,
         "rows": report.rows,
         "seconds": round(report.seconds, 2),
-        "decisions": dg.MetadataValue.json(
-            dict(Counter(d.get("decision", d.get("rule", "")) for d in report.decisions))
-        ),
+        "decisions": dg.MetadataValue.json(report.decision_counts),
     }
     if report.load is not None:
         meta.update({"loaded": report.load.loaded, "verified": report.load.verified, "load_error": report.load.error})

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from plbench.file_cells import read_cells
+
 if TYPE_CHECKING:
     from plbench.release import PreparedRelease
 
@@ -300,7 +302,7 @@ def check_release(prepared: PreparedRelease) -> dict:
                 "failures": [f"no quality suite for release table {table}"],
             }
             continue
-        report[name] = run_suite(load_suite(name), rows, schema, prepared.manifest)
+        report[name] = run_suite(load_suite(name), read_cells(rows), schema, prepared.manifest)
     return report
 
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects.oracle_syntax import gate_release_parts
+from plbench.file_cells import read_cells
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
@@ -116,7 +117,7 @@ def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
     path.parent.mkdir(exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
+    pq.write_table(pa.Table.from_pylist(read_cells(rows), schema=schema), path, compression="zstd")
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

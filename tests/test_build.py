@@ -183,6 +183,9 @@ def test_spider_databases_are_normalized_loaded_and_reported(setup):
     assert pg["loaded"] and pg["verified"] and pg["rows"] == 9
     assert pg["data_path"] == "spider1/shop/postgres/data.sql"
     assert (config.normalized_dir / pg["data_path"]).read_text().startswith("COPY customer")
+    decisions = json.loads((config.normalized_dir / "spider1/shop/postgres/decisions.json").read_text())
+    assert pg["decisions"] == json.dumps(decisions, sort_keys=True)  # the file, read into the release
+    assert {d["table"] for d in decisions if "target_type" in d} == {"customer", "order"}
     oracle = next(d for d in databases if d["dialect"] == "oracle")
     assert oracle["loaded"] is None and oracle["not_run"].startswith("PLBENCH_ORACLE_DSN is not set")
     assert '"ORDER"' in oracle["ddl"]  # a reserved word stays a quoted name

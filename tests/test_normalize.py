@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from plbench.dialects import DIALECTS
 from plbench.dialects.oracle import INSERT_BATCH as ORACLE_INSERT_BATCH
-from plbench.normalize.emit import data_script, normalize, write_files
+from plbench.normalize.emit import DecisionsFile, data_script, normalize, write_files
 from plbench.normalize.load import LoadReport, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
@@ -669,6 +669,21 @@ def test_a_failing_load_reports_the_sqlstate_and_leaves_no_schema(fixture_db, pg
 
 
 COPY_BLOCK = re.compile(r"^COPY ([^\n]+) FROM stdin;\n(.*?)^\\\.\n", re.M | re.S)
+
+
+@pytest.mark.parametrize("decisions", [[], [{"b": 1, "a": "x,\ny"}], [{"z": None}, {"k": [1, 2], "c": "'"}]])
+def test_decisions_file_reads_as_the_one_line_list_of_the_release(tmp_path, decisions):
+    ndb = normalize(SourceDatabase("spider1", "d", "sqlite", "d.sqlite", [], {}, decisions), "oracle")
+    sums = write_files(ndb, tmp_path)
+    (rel,) = [p for p in sums if p.endswith("/decisions.json")]
+    cell = DecisionsFile(str(tmp_path / rel), sums[rel])
+    assert cell.text() == json.dumps(ndb.decisions, sort_keys=True, default=str)
+    (tmp_path / rel).write_text("[\n]\n")
+    with pytest.raises(ValueError, match="decisions.json changed since the stage that wrote it ran"):
+        cell.text()
+    (tmp_path / rel).unlink()
+    with pytest.raises(FileNotFoundError, match="decisions.json is gone"):
+        cell.text()
 
 
 def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db, tmp_path, pg_conn):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from plbench.dialects import DIALECTS, Dialect
+from plbench.file_cells import FileCell
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce
 
@@ -301,9 +302,23 @@ def data_script(db: NormalizedDatabase) -> str:
 
 
 def decisions_json(decisions: list[dict]) -> str:
-    """One decision per line: as readable as an indented dump, and written by json's C encoder
-    (an indent makes json fall back to its pure-Python one, seconds on Spider 2.0's wide schemas)."""
-    return "[\n" + ",\n".join(json.dumps(d, default=str) for d in decisions) + "\n]\n"
+    """One decision per line, keys sorted: as readable as an indented dump, and written by json's C
+    encoder (an indent makes json fall back to its pure-Python one, seconds on Spider 2.0's wide
+    schemas). `DecisionsFile.render` makes the release's one-line form of it."""
+    return "[\n" + ",\n".join(json.dumps(d, sort_keys=True, default=str) for d in decisions) + "\n]\n"
+
+
+@dataclass(frozen=True)
+class DecisionsFile(FileCell):
+    """A database's decisions.json as databases.parquet holds it: the list on one line, as
+    `json.dumps(decisions, sort_keys=True)` writes it. Decisions hold no raw newline (JSON escapes
+    it), so the file's ",\n" are exactly the separators between decisions."""
+
+    def render(self, text: str) -> str:
+        return "[" + text[2:-3].replace(",\n", ", ") + "]"
+
+    def decisions(self) -> list[dict]:
+        return json.loads(self.read_text())
 
 
 def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:

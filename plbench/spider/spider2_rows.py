@@ -3,6 +3,7 @@ for Oracle, parses), with the tables and columns it reads and the official resul
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -11,6 +12,7 @@ import sqlglot
 
 from plbench.config import BuildConfig
 from plbench.dialects import DIALECTS
+from plbench.normalize.emit import DecisionsFile
 from plbench.records import Rejection
 from plbench.spider.output_format import type_class
 from plbench.spider.plsql_tasks import (
@@ -147,12 +149,21 @@ def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str, constructs: 
     )
 
 
+@functools.lru_cache(maxsize=2)  # the rows are built database by database, in both dialects
+def _target_names(decisions: DecisionsFile) -> tuple[dict, dict, dict]:
+    """From a database's decisions: table full name -> table, table -> target table, (table, column) ->
+    target column."""
+    found = decisions.decisions()
+    origin = {d["fullname"].lower(): d["table"] for d in found if d.get("decision") == "table_origin"}
+    targets = {d["table"]: d["target_table"] for d in found if "target_table" in d}
+    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in found if "target_table" in d}
+    return origin, targets, columns
+
+
 def _required_in_target_names(task, db: DatabaseReport) -> dict:
     """tables_required / columns_required as the dialect's schema names them (what the prompt shows and the
     reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
-    origin = {d["fullname"].lower(): d["table"] for d in db.decisions if d.get("decision") == "table_origin"}
-    targets = {d["table"]: d["target_table"] for d in db.decisions if "target_table" in d}
-    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in db.decisions if "target_table" in d}
+    origin, targets, columns = _target_names(db.decisions)
 
     def table(name: str) -> tuple[str | None, str]:
         source = origin.get(name.lower())

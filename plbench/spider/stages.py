@@ -15,6 +15,7 @@ import hashlib
 import json
 import pickle
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_database_ddl
 from plbench.engines.base import Engine
 from plbench.engines.postgres import PostgresEngine
-from plbench.normalize.emit import NormalizedDatabase, normalize, write_files
+from plbench.normalize.emit import DecisionsFile, NormalizedDatabase, normalize, write_files
 from plbench.normalize.load import LoadReport, load_oracle, load_postgres
 from plbench.normalize.schema import SourceDatabase
 from plbench.normalize.sqlite_source import read_sqlite
@@ -203,7 +204,8 @@ class DatabaseReport:
     rows: int
     ddl: str
     files: dict[str, str]  # path under the normalized folder -> sha256
-    decisions: list[dict]
+    decisions: DecisionsFile  # every mapping decision, in its file (hundreds of MB over the mirror)
+    decision_counts: dict[str, int]  # decisions by kind (or column rule)
     load: LoadReport | None = None
     not_run: str = ""  # why the database was not loaded in this dialect
     equivalence: list = field(default_factory=list)  # spider.gold.EquivalenceResult, one per gold query
@@ -261,6 +263,7 @@ def normalize_database(
     source = load_source(config, inputs, name)
     db = normalize(source, dialect)
     files = write_files(db, config.normalized_dir)
+    decisions = next(path for path in files if path.endswith("/decisions.json"))
     report = DatabaseReport(
         source.source,
         name,
@@ -270,7 +273,8 @@ def normalize_database(
         source.row_count(),
         db.ddl_text(),
         files,
-        db.decisions,
+        DecisionsFile(str(config.normalized_dir / decisions), files[decisions]),
+        dict(Counter(d.get("decision", d.get("rule", "")) for d in db.decisions)),
     )
     if DIALECTS[dialect].checked_statically:
         report.static_problems = check_database_ddl(DIALECTS[dialect], db)
