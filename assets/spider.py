@@ -26,7 +26,7 @@ from plbench.spider.stages import (
     database_keys,
     ingest_spider1,
     ingest_spider2,
-    normalize_database,
+    normalize_databases,
     reports_of,
     split_partition_key,
 )
@@ -119,17 +119,18 @@ def _normalized_asset(dialect: str):
         spider2_lite_raw: SpiderInputs | None,
     ) -> dict[str, DatabaseReport]:
         inputs = {"spider1": spider1_raw, "spider2_lite": spider2_lite_raw}
+        for key in context.partition_keys:
+            source, name = split_partition_key(key)
+            if inputs[source] is None or name not in inputs[source].databases:
+                raise LookupError(
+                    f"partition {key}: no such database among the ingested raw files; "
+                    "`plbench build` registers the partitions of the selected subsets"
+                )
         reports = {}
         with engines.open(dialect) as engine:
-            for key in context.partition_keys:
-                source, name = split_partition_key(key)
-                if inputs[source] is None or name not in inputs[source].databases:
-                    raise LookupError(
-                        f"partition {key}: no such database among the ingested raw files; "
-                        "`plbench build` registers the partitions of the selected subsets"
-                    )
-                reports[key] = normalize_database(build, inputs[source], name, engine)
-                context.add_asset_metadata(_partition_metadata(reports[key]), partition_key=key)
+            for key, report in normalize_databases(build, inputs, context.partition_keys, engine):
+                reports[key] = report
+                context.add_asset_metadata(_partition_metadata(report), partition_key=key)
         return reports
 
     return normalized

@@ -260,10 +260,11 @@ def test_text_longer_than_a_varchar2_is_a_clob_in_oracle_only():
         (lambda d: d.unchecked_foreign_key, " NOT VALID", " ENABLE NOVALIDATE"),
         (lambda d: d.empty_string_is_null, False, True),
         (
-            lambda d: [d.stored_value(v) for v in ("", True, dt.time(7, 5), "x", 2.5)],
+            lambda d: d.stored_column(["", True, dt.time(7, 5), "x", 2.5]),
             ["", True, dt.time(7, 5), "x", 2.5],
             [None, 1, "07:05:00", "x", 2.5],
         ),
+        (lambda d: d.stored_column(["x", None, 2.5]), ["x", None, 2.5], ["x", None, 2.5]),
         (
             lambda d: (d.row_id, d.text_type, d.division_truncates_integers),
             ("ctid", "TEXT", True),

@@ -23,7 +23,7 @@ from plbench.normalize.emit import DecisionsFile, data_script, normalize, write_
 from plbench.normalize.load import LoadReport, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
-from plbench.normalize.typemap import SOURCE_RULES, IdentifierMap, refine_family, source_family
+from plbench.normalize.typemap import SOURCE_RULES, IdentifierMap, coerce, coerce_column, refine_family, source_family
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -669,6 +669,31 @@ def test_a_failing_load_reports_the_sqlstate_and_leaves_no_schema(fixture_db, pg
 
 
 COPY_BLOCK = re.compile(r"^COPY ([^\n]+) FROM stdin;\n(.*?)^\\\.\n", re.M | re.S)
+
+
+@pytest.mark.parametrize(
+    ("values", "family", "expected"),
+    [
+        (["a", None, "b"], "text", ["a", None, "b"]),
+        ([b"x", 3, None], "text", ["x", "3", None]),
+        ([1, "2", None], "integer", [1, 2, None]),
+        ([dt.datetime(2020, 1, 2, 3), "2020-01-01"], "date", [dt.datetime(2020, 1, 2, 3), dt.date(2020, 1, 1)]),
+        ([1, 2.5], "float", [1.0, 2.5]),
+    ],
+)
+def test_coerce_column_is_coerce_value_by_value(values, family, expected):
+    out = coerce_column(list(values), family)
+    assert out == expected == [coerce(v, family) for v in values]
+    assert [type(v) for v in out] == [type(v) for v in expected]
+
+
+def test_a_text_column_is_a_clob_in_oracle_by_its_longest_text_in_bytes():
+    column = Column("t", "TEXT", "text", "sqlite_text", True, "")
+    texts = {"ascii": "a" * 3000, "wide": "é" * 2001}  # fewer characters, more bytes (4,002)
+    tables = [Table(name, (column,), (), ()) for name in texts]
+    db = SourceDatabase("spider1", "d", "sqlite", "d.sqlite", tables, {k: [(v,), (None,)] for k, v in texts.items()})
+    types = {t.source.name: t.columns[0].type_sql for t in normalize(db, "oracle").tables}
+    assert types == {"ascii": "VARCHAR2(4000 BYTE)", "wide": "CLOB"}
 
 
 @pytest.mark.parametrize("decisions", [[], [{"b": 1, "a": "x,\ny"}], [{"z": None}, {"k": [1, 2], "c": "'"}]])

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from plbench.config import BuildConfig
+from plbench.config import BuildConfig, NotConfigured
 from plbench.normalize.emit import normalize, schema_name
 from plbench.spider import spider2
 from plbench.spider.spider2 import parse_ddl, unpack_archives
 from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.spider2_tasks import resolve_database
 from plbench.spider.spider2_values import nested_json, python_repr_value
-from plbench.spider.stages import ingest_spider2, normalize_database
+from plbench.spider.stages import ingest_spider2, normalize_database, normalize_databases
 from tests.fixtures import LITE, write_spider2
 
 
@@ -190,6 +190,25 @@ def test_schema_names_are_unique_across_sources(read):
     # BigQuery and Snowflake share ten names after case folding: the source dialect keeps them apart
     assert schema_name("spider2_lite", "bigquery.shop_sf") == "s2_bigquery_shop_sf"
     assert schema_name("spider2_lite", "snowflake.SHOP_SF") == "s2_snowflake_shop_sf"
+
+
+def test_without_an_engine_the_databases_emit_in_worker_processes_as_in_this_one(ingested, tmp_path):
+    config, inputs = ingested
+    keys = inputs.partition_keys()
+    oracle, given = NotConfigured("no server", dialect="oracle"), {inputs.source: inputs}
+    pooled = dict(normalize_databases(config.with_(normalized_dir=tmp_path / "pooled"), given, keys, oracle))
+    alone = dict(normalize_databases(config.with_(workers=1), given, keys, oracle))
+    assert list(pooled) == keys and len(keys) > 2
+    for key in keys:
+        a, b = pooled[key], alone[key]
+        assert (a.ddl, a.files, a.decision_counts, a.static_problems, a.not_run) == (
+            b.ddl,
+            b.files,
+            b.decision_counts,
+            b.static_problems,
+            b.not_run,
+        )
+        assert a.decisions.text() == b.decisions.text()
 
 
 # ---- loading and tasks on the real PostgreSQL, as the partitions and the task stage do -------------

@@ -136,9 +136,9 @@ class Dialect:
         """The column type of a family, given the longest text the column holds."""
         return self.column_types[family]
 
-    def stored_value(self, value: Any) -> Any:
-        """A coerced source value as this dialect's column holds it."""
-        return value
+    def stored_column(self, values: list) -> list:
+        """A column's coerced source values as this dialect's column holds them."""
+        return values
 
     def data_script(self, table) -> str:
         """The rows of a `NormalizedTable` as a script that loads them."""

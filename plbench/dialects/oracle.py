@@ -359,30 +359,27 @@ class OracleDialect(Dialect):
             return "CLOB"
         return self.column_types[family]
 
-    def stored_value(self, value: Any) -> Any:
-        """'' is NULL; booleans are 0/1; a time of day is its ISO text."""
-        if value == "":
-            return None
-        if isinstance(value, bool):
-            return int(value)
-        if isinstance(value, dt.time):
-            return value.isoformat()
-        return value
+    def stored_column(self, values: list) -> list:
+        """'' is NULL; booleans are 0/1; a time of day is its ISO text. A column holding none of
+        them is returned as it is."""
+        types = set(map(type, values))
+        if not types & {bool, dt.time} and not (str in types and "" in values):
+            return values
+        return [_stored_value(v) for v in values]
 
     def data_script(self, table) -> str:
         return "\n".join(self.insert_statements(table)) + "\n"
 
     def insert_statements(self, table) -> list[str]:
         """INSERT ALL batches (portable to Oracle releases before 23ai's multi-row VALUES)."""
-        cols = ", ".join(table.column_names)
-        statements = []
-        for start in range(0, len(table.rows), INSERT_BATCH):
-            body = "\n".join(
-                f"  INTO {table.target.sql} ({cols}) VALUES (" + ", ".join(_data_literal(v) for v in row) + ")"
-                for row in table.rows[start : start + INSERT_BATCH]
-            )
-            statements.append(f"INSERT ALL\n{body}\nSELECT 1 FROM DUAL;")
-        return statements
+        into = f"  INTO {table.target.sql} ({', '.join(table.column_names)}) VALUES ("
+        literals = [", ".join(row) for row in zip(*map(_literal_column, zip(*table.rows)))]
+        return [
+            "INSERT ALL\n"
+            + "\n".join(into + row + ")" for row in literals[start : start + INSERT_BATCH])
+            + "\nSELECT 1 FROM DUAL;"
+            for start in range(0, len(literals), INSERT_BATCH)
+        ]
 
     # ---- Spider SQL --------------------------------------------------------------------
     row_id = "ROWID"
@@ -442,6 +439,27 @@ class OracleDialect(Dialect):
         if isinstance(value, dict):
             return {self.graded_value(k, t): self.graded_value(v, t) for k, v in value.items()}
         return value
+
+
+def _stored_value(value: Any) -> Any:
+    if value == "":
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dt.time):
+        return value.isoformat()
+    return value
+
+
+def _literal_column(values: tuple) -> list[str]:
+    """`_data_literal` of each value of a column; a column of integers, or of texts of one chunk (at
+    most 4,000 bytes), without a call a value."""
+    types = set(map(type, values)) - {type(None)}
+    if types <= {int}:
+        return ["NULL" if v is None else str(v) for v in values]
+    if types == {str} and max(len(v) for v in values if v is not None) <= LITERAL_CHUNK:
+        return ["NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in values]
+    return list(map(_data_literal, values))
 
 
 def _data_literal(v) -> str:

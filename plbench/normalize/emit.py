@@ -23,7 +23,7 @@ from pathlib import Path
 from plbench.dialects import DIALECTS, Dialect
 from plbench.file_cells import FileCell
 from plbench.normalize.schema import Column, SourceDatabase, Table
-from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce
+from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce_column
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,22 @@ def schema_name(source: str, name: str) -> str:
     return full if len(full) <= 60 else f"{full[:50]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
 
 
-def _max_text_bytes(rows: list[tuple], index: int) -> int:
-    return max((len(v.encode()) for r in rows if isinstance(v := r[index], str)), default=0)
+def _max_text_bytes(values: list) -> int:
+    """The longest text's length in UTF-8 bytes. Only a text of at least a quarter of the longest
+    one's characters can hold more bytes (4 at most a character): those are the ones encoded."""
+    if not any(issubclass(t, str) for t in set(map(type, values))):
+        return 0
+    texts = [v for v in values if isinstance(v, str)]
+    longest = max(map(len, texts), default=0)
+    return max((len(v.encode()) for v in texts if 4 * len(v) >= longest), default=0)
+
+
+def _columns(rows: list[tuple], width: int) -> list[list]:
+    return [list(c) for c in zip(*rows)] if rows else [[] for _ in range(width)]
+
+
+def _rows(columns: list[list], count: int) -> list[tuple]:
+    return list(zip(*columns)) if columns else [()] * count
 
 
 def _column_decision(db: SourceDatabase, table: NormalizedTable, col: NormalizedColumn, dialect: str) -> dict:
@@ -108,22 +122,23 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     target = DIALECTS[dialect]
     table_names = IdentifierMap(dialect)
     tables, decisions = [], [dict(d, database=db.key, dialect=dialect) for d in db.decisions]
-    for table in db.tables:
-        families = [c.family for c in table.columns]
-        rows = [tuple(coerce(v, f) for v, f in zip(r, families)) for r in db.rows.get(table.name, [])]
-        table, rows = _fold_wide_table(db, table, rows, decisions)
+    for table in db.tables:  # column by column: most columns need no per-value work (coerce_column)
+        source_rows = db.rows.get(table.name, [])
+        values = _columns(source_rows, len(table.columns))
+        values = [coerce_column(v, c.family) for v, c in zip(values, table.columns)]
+        table, values = _fold_wide_table(db, table, values, decisions)
         if target.empty_string_is_null:
-            table = _empty_string_constraints(db, table, rows, decisions, target)
+            table = _empty_string_constraints(db, table, values, decisions, target)
         column_names = IdentifierMap(dialect)
         cols = [
-            NormalizedColumn(col, column_names.add(col.name), target.column_type(col.family, _max_text_bytes(rows, i)))
-            for i, col in enumerate(table.columns)
+            NormalizedColumn(col, column_names.add(col.name), target.column_type(col.family, _max_text_bytes(v)))
+            for v, col in zip(values, table.columns)
         ]
-        target_rows = [tuple(target.stored_value(v) for v in r) for r in rows]
+        target_rows = _rows([target.stored_column(v) for v in values], len(source_rows))
         ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
         tables.append(ntable)
         decisions += [_column_decision(db, ntable, c, dialect) for c in cols]
-        decisions += _empty_strings(db, ntable, rows, target) if target.empty_string_is_null else []
+        decisions += _empty_strings(db, ntable, values, target) if target.empty_string_is_null else []
     out = NormalizedDatabase(db.source, db.name, dialect, schema_name(db.source, db.name), tables, [], [], decisions)
     out.create_statements = [_create_table(t) for t in tables]
     out.constraint_statements = _foreign_keys(out, target)
@@ -147,11 +162,11 @@ def _json_value(v):
 
 
 def _fold_wide_table(
-    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict]
-) -> tuple[Table, list[tuple]]:
+    db: SourceDatabase, table: Table, values: list[list], decisions: list[dict]
+) -> tuple[Table, list[list]]:
     """A table over MAX_COLUMNS keeps its first columns; the rest become one JSON object column."""
     if len(table.columns) <= MAX_COLUMNS:
-        return table, rows
+        return table, values
     keep = MAX_COLUMNS - 1
     moved = table.columns[keep:]
     overflow = Column(
@@ -163,15 +178,10 @@ def _fold_wide_table(
         f"columns {moved[0].name} .. {moved[-1].name} ({len(moved)}) as one JSON object",
     )
     folded = [
-        r[:keep]
-        + (
-            json.dumps(
-                {c.name: _json_value(v) for c, v in zip(moved, r[keep:]) if v is not None},
-                ensure_ascii=False,
-                sort_keys=True,
-            ),
+        json.dumps(
+            {c.name: _json_value(v) for c, v in zip(moved, row) if v is not None}, ensure_ascii=False, sort_keys=True
         )
-        for r in rows
+        for row in zip(*values[keep:])
     ]
     kept = {c.name.lower() for c in table.columns[:keep]}
     pk = table.primary_key if all(c.lower() in kept for c in table.primary_key) else ()
@@ -185,14 +195,14 @@ def _fold_wide_table(
             f"column {OVERFLOW_COLUMN}" + ("" if pk == table.primary_key else "; the primary key is not kept"),
         }
     )
-    return Table(table.name, table.columns[:keep] + (overflow,), pk, fks), folded
+    return Table(table.name, table.columns[:keep] + (overflow,), pk, fks), values[:keep] + [folded]
 
 
 def _empty_string_constraints(
-    db: SourceDatabase, table: Table, rows: list[tuple], decisions: list[dict], target: Dialect
+    db: SourceDatabase, table: Table, values: list[list], decisions: list[dict], target: Dialect
 ) -> Table:
     """'' loads as NULL: a NOT NULL or primary-key column holding '' loses that constraint."""
-    empty = {c.name.lower() for i, c in enumerate(table.columns) if any(r[i] == "" for r in rows)}
+    empty = {c.name.lower() for c, v in zip(table.columns, values) if "" in v}
     if not empty:
         return table
     why = f"holds '', which is NULL in {target.display_name}"
@@ -217,10 +227,10 @@ def _empty_string_constraints(
     return replace(table, columns=cols, primary_key=pk)
 
 
-def _empty_strings(db: SourceDatabase, table: NormalizedTable, rows: list[tuple], target: Dialect) -> list[dict]:
+def _empty_strings(db: SourceDatabase, table: NormalizedTable, values: list[list], target: Dialect) -> list[dict]:
     out = []
-    for i, col in enumerate(table.columns):
-        n = sum(1 for r in rows if r[i] == "")
+    for col, column in zip(table.columns, values):
+        n = column.count("")
         if n:
             out.append(
                 {

@@ -210,6 +210,29 @@ def refine_family(family: str, rule: str, values: list) -> tuple[str, str]:
     return "text", f"declared {family}, kept as text: {why}"
 
 
+# family -> the value types `coerce` returns unchanged
+_UNCHANGED = {
+    "text": {str},
+    "integer": {int},
+    "decimal": {decimal.Decimal},
+    "float": {float},
+    "boolean": {bool},
+    "date": {dt.date, dt.datetime},
+    "timestamp": {dt.datetime},
+    "time": {dt.time},
+    "binary": {bytes},
+    "json": {str},
+}
+
+
+def coerce_column(values: list, family: str) -> list:
+    """`coerce` over a column's values. A column whose value types all come out unchanged (most of
+    them: SQLite gives text as str, integers as int) is returned as it is, unvisited."""
+    if set(map(type, values)) - {type(None)} <= _UNCHANGED.get(family, set()):
+        return values
+    return [coerce(v, family) for v in values]
+
+
 def coerce(value, family: str):
     """A source value as the Python value loaded into a column of `family` (None stays None)."""
     if value is None:

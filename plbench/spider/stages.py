@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import pickle
 import time
 from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -296,6 +299,36 @@ def normalize_database(
                 )
     report.seconds = time.perf_counter() - start
     return report
+
+
+def normalize_databases(
+    config: BuildConfig, inputs: dict[str, SpiderInputs], keys: list[str], engine: Engine | NotConfigured
+) -> Iterator[tuple[str, DatabaseReport]]:
+    """`normalize_database` of every partition key (`<source>.<database>`), in order. Without an engine
+    (Oracle with no server: emission and static checks only) each database is a computation on its
+    own, so they run in `config.workers` processes; with one, in this process (its connections)."""
+    if not isinstance(engine, NotConfigured) or config.workers < 2 or multiprocessing.current_process().daemon:
+        for key in keys:
+            source, name = split_partition_key(key)
+            yield key, normalize_database(config, inputs[source], name, engine)
+        return
+    spawn = multiprocessing.get_context("spawn")  # not fork: the caller's threads may hold locks
+    with ProcessPoolExecutor(config.workers, spawn, _set_worker_inputs, (config, inputs, engine)) as pool:
+        yield from zip(keys, pool.map(_normalize_in_worker, keys))
+
+
+_worker_inputs: tuple = ()  # (config, inputs, engine) in a worker process of normalize_databases
+
+
+def _set_worker_inputs(*given) -> None:
+    global _worker_inputs
+    _worker_inputs = given
+
+
+def _normalize_in_worker(key: str) -> DatabaseReport:
+    config, inputs, engine = _worker_inputs
+    source, name = split_partition_key(key)
+    return normalize_database(config, inputs[source], name, engine)
 
 
 def _load_and_check_postgres(
