@@ -6,10 +6,10 @@ changed, and single-stage reruns, against same-run baselines.
 Runs the real job in-process against a throw-away Dagster instance and release folder (the
 PostgreSQL server is started or reused as in a normal build):
 1. baseline: a run of `mbpp_raw` alone, what any run costs before its stages do anything;
-2. the full rebuild, every stage, with each stage's seconds (Dagster's step times) and the peak
-   resident memory while it ran (sampled every 0.2 s with psutil) of this process and of its tree:
-   its descendants and the PostgreSQL server it uses with that server's backends; then the
-   largest stored stage values;
+2. the full rebuild, every stage, with each stage's seconds (Dagster's step times), the CPU
+   seconds and the peak resident memory while it ran (sampled every 0.2 s with psutil) of this
+   process and of its tree: its descendants and the PostgreSQL server it uses with that server's
+   backends; then the largest stored stage values;
 3. `plbench build` again with nothing changed (pipelines/freshness.py: nothing should run);
 4. reruns of `replay_validation_postgres` and of `normalized_databases_oracle` (every database)
    from the stored upstream values.
@@ -34,8 +34,8 @@ from plbench.config import BuildConfig
 
 
 class MemorySampler(threading.Thread):
-    """Resident memory every `interval` seconds of this process and of its whole process tree (the
-    PostgreSQL server it started, sandbox children), with the time of each sample."""
+    """Every `interval` seconds: resident memory of this process and of its whole process tree, and
+    the CPU seconds the tree has used so far (what a stage costs whatever else the machine runs)."""
 
     def __init__(self, server_dir: Path, interval: float = 0.2):
         super().__init__(daemon=True)
@@ -43,29 +43,36 @@ class MemorySampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
-            self.samples.append((time.time(), *tree_resident_bytes(self.server_dir)))
+            self.samples.append((time.time(), *tree_sample(self.server_dir)))
 
     def peak_between(self, start: float, end: float) -> tuple[int, int]:
         """The largest (own, tree) resident bytes sampled between two times."""
-        inside = [(own, tree) for t, own, tree in self.samples if start <= t <= end]
+        inside = [(own, tree) for t, own, tree, _ in self.samples if start <= t <= end]
         return max((own for own, _ in inside), default=0), max((tree for _, tree in inside), default=0)
 
+    def cpu_between(self, start: float, end: float) -> float:
+        inside = [cpu for t, _, _, cpu in self.samples if start <= t <= end]
+        return inside[-1] - inside[0] if inside else 0.0
 
-def tree_resident_bytes(server_dir: str) -> tuple[int, int]:
-    """(this process, its tree) resident bytes: the tree is this process, its descendants (sandbox
-    children) and the PostgreSQL server whose data folder is `server_dir` with its backends (pg_ctl
-    detaches it). The sum counts pages shared between processes (PostgreSQL's shared buffers) once
-    per process: an upper bound."""
+
+def tree_sample(server_dir: str) -> tuple[int, int, float]:
+    """(this process's resident bytes, its tree's, the tree's CPU seconds). The tree is this process,
+    its descendants (sandbox children, worker processes) and the PostgreSQL server whose data folder
+    is `server_dir` with its backends (pg_ctl detaches it). The resident sum counts pages shared
+    between processes (PostgreSQL's shared buffers) once per process: an upper bound. CPU counts the
+    processes alive and those their parents have reaped."""
     me = psutil.Process()
     tree = {me, *me.children(recursive=True)}
     for proc in psutil.process_iter(["cmdline"]):
         if server_dir in (proc.info["cmdline"] or []):
             tree |= {proc, *proc.children(recursive=True)}
-    sizes = {}
+    sizes, cpu = {}, 0.0
     for proc in tree:
         with contextlib.suppress(psutil.Error):
             sizes[proc.pid] = proc.memory_info().rss
-    return sizes.get(me.pid, 0), sum(sizes.values())
+            times = proc.cpu_times()
+            cpu += times.user + times.system + times.children_user + times.children_system
+    return sizes.get(me.pid, 0), sum(sizes.values()), cpu
 
 
 def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[float, float]]:
@@ -83,7 +90,8 @@ def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler)
         steps = step_times(instance, result.run_id)
         for step, (begin, end) in sorted(steps.items(), key=lambda kv: kv[1][0] - kv[1][1]):
             own, tree = (b / 2**30 for b in sampler.peak_between(begin, end))
-            print(f"  {step:48s} {end - begin:7.1f} s  peak {own:5.2f} GB (tree {tree:5.2f} GB)")
+            cpu = sampler.cpu_between(begin, end)
+            print(f"  {step:44s} {end - begin:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)")
     return wall
 
 
@@ -118,7 +126,7 @@ def main() -> None:
         )
         began = time.time()
         full = timed("full rebuild", lambda: execute(config, instance=instance), instance, sampler)
-        full_peak = sampler.peak_between(began, time.time())
+        full_peak, full_cpu = sampler.peak_between(began, time.time()), sampler.cpu_between(began, time.time())
         largest = stored_sizes(config.storage_dir)
         print("  largest stored values:", ", ".join(f"{n} {b / 2**20:.0f} MB" for b, n in largest))
         runs = instance.get_runs_count()
@@ -133,7 +141,7 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
     print(
-        f"\nfull rebuild {full:.1f} s (goal ≤ 240), nothing changed {noop:.1f} s (goal ≤ 30), "
+        f"\nfull rebuild {full:.1f} s ({full_cpu:.0f} s CPU; goal ≤ 240), nothing changed {noop:.1f} s (goal ≤ 30), "
         f"baseline run {baseline:.1f} s"
     )
     own, tree = (b / 2**30 for b in full_peak)
