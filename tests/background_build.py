@@ -19,6 +19,7 @@ from tests.helpers import stop
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "mirror"
+BUILD_PIDS: set[int] = set()  # running builds: their sandbox children are not the suite's to count
 
 
 class BackgroundBuild:
@@ -51,6 +52,7 @@ class BackgroundBuild:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # the build and its sandbox children stop together
             )
+        BUILD_PIDS.add(self.process.pid)
 
     def manifest(self) -> dict:
         """The release's manifest, once the build has ended; the build must have succeeded."""
@@ -62,4 +64,5 @@ class BackgroundBuild:
         """End the build if it still runs (a session stopped early), then its server."""
         if self.process.poll() is None:
             stop(self.process, group=True)
+        BUILD_PIDS.discard(self.process.pid)
         self.server.cleanup()

@@ -26,18 +26,29 @@ def typed_task(params, raw_cases, entry="f", comparison=Comparison(), source_id=
 
 
 def sandbox_children() -> list[int]:
-    """Pids of this checkout's sandbox children still alive (other checkouts run their own)."""
+    """Pids of this checkout's sandbox children still alive (other checkouts run their own), but for those
+    of the mirror tier's background build, which runs beside the suite from this checkout."""
+    from tests.background_build import BUILD_PIDS
+
     script = str(Path(sandbox.__file__).with_name("_sandbox_child.py")).encode()
-    pids = []
+    parents, children = {}, []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
+                stat = (entry / "stat").read_text()
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
             if script in cmdline:
-                pids.append(int(entry.name))
-    return pids
+                children.append(int(entry.name))
+    return [pid for pid in children if not _descends_from(pid, BUILD_PIDS, parents)]
+
+
+def _descends_from(pid: int, ancestors: set[int], parents: dict[int, int]) -> bool:
+    while pid in parents and pid not in ancestors:
+        pid = parents[pid]
+    return pid in ancestors
 
 
 def release_row(task, dialect: str = "postgres", **fields) -> dict:

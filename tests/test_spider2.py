@@ -10,7 +10,6 @@ name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -263,21 +262,6 @@ def test_task_records_reconcile_and_carry_the_gold_analysis(ingested, loaded):
     ]
     assert bq.executes_on_samples is False and bq.sqlstate  # no wildcard tables in PostgreSQL
     assert list(bq.reference_results) == ["bq001_a.csv"]
-
-
-# ---- the full mirror -----------------------------------------------------------------------------
-
-RAW = os.environ.get("PLBENCH_RAW_DIR")
-
-
-@pytest.mark.mirror
-@pytest.mark.skipif(not RAW, reason="PLBENCH_RAW_DIR is not set: the full raw mirror is not available")
-def test_all_162_descriptions_load(pg_engine):
-    config = BuildConfig.from_env()
-    inputs = ingest_spider2(config)
-    assert len(inputs.databases) == 162
-    reports = {name: normalize_database(config, inputs, name, pg_engine) for name in sorted(inputs.databases)}
-    assert {k: r.load.error or r.load.mismatches() for k, r in reports.items() if not r.load.verified} == {}
 
 
 def test_source_dialect_rules_each_give_their_exact_output():
