@@ -128,12 +128,12 @@ def test_no_released_procedure_task_is_passed_by_a_trivial_candidate_or_fails_th
         for group in gate["groups"].values()
         for c in group["candidates"].values()
     )
-    assert "trivial_candidate_passes" not in manifest["subsets"]["procedures"]["rejected_by_dialect"]["postgres"]
+    subset = manifest["subsets"]["procedures"]
+    assert "trivial_candidate_passes" not in subset["rejected_by_dialect"]["postgres"]
     # The grammar gate rejects an Oracle row whose text fails to parse: every released row parses
-    procedures = manifest["oracle_syntax"]["by_subset"]["procedures"]
-    oracle = manifest["subsets"]["procedures"]
-    assert procedures["reference"]["parsed"] == oracle["released"]["oracle"], procedures
-    assert oracle["rejected_by_dialect"]["oracle"].get("oracle_syntax", 0) == procedures["reference"]["failed"]
+    grammar = manifest["oracle_syntax"]["by_subset"]["procedures"]
+    assert grammar["reference"]["parsed"] == subset["released"]["oracle"], grammar
+    assert subset["rejected_by_dialect"]["oracle"].get("oracle_syntax", 0) == grammar["reference"]["failed"]
     replay = manifest["validation"]["procedures"]
     assert replay["postgres"]["replay"]["failed"] == 0 and replay["oracle"]["replay"]["ran"] is False
 
