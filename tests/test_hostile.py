@@ -517,13 +517,16 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
             deadline = time.monotonic() + 30
             while watch.execute(_RUNNING_SESSIONS, [CANDIDATE_ROLE]).fetchone()[0] == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
-        os.kill(postmaster(), signal.SIGQUIT)  # immediate shutdown: every backend dies at once
+        killed = postmaster()
+        os.kill(killed, signal.SIGQUIT)  # immediate shutdown: every backend dies at once
         thread.join(60)
         assert not thread.is_alive() and "report" not in outcome
         error = outcome["error"]
         assert isinstance(error, EngineUnavailable), error
         assert "lost the PostgreSQL connection" in str(error) or "cannot connect to PostgreSQL" in str(error)
-        # Rerun on the restarted server: it completes, every task passes.
+        # Rerun on the restarted server: it completes, every task passes. The killed postmaster must be gone
+        # first: pgserver takes one still shutting down for a running server that is not ready, and fails.
+        _wait_until_gone(killed)
         server.ensure_postgres_running()
         with postgres.open() as engine:
             report = replay_stage(tasks, engine, workers=2)
@@ -533,6 +536,17 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         thread.join(60)
         if (data / "postmaster.pid").exists():
             os.kill(postmaster(), signal.SIGINT)  # fast shutdown of our private server
+
+
+def _wait_until_gone(pid: int, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"postmaster {pid} still running {seconds:.0f} s after SIGQUIT")
 
 
 # ---- property: literals of every supported type round-trip through PostgreSQL --------------------
