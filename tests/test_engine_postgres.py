@@ -145,6 +145,25 @@ def test_two_sessions_in_two_threads(pg_engine):
     assert results == {1: ["1"] * 20, 2: ["2"] * 20}
 
 
+@pytest.mark.parametrize("ending", ["leaving the session", "its last calls"])
+def test_what_survives_a_rollback_is_cleared_before_the_connection_is_reused(pg_engine, ending):
+    # A prepared statement and a session advisory lock outlive ROLLBACK; the session's end clears them,
+    # whether it ends on leaving or in the round trip of its last calls.
+    with pg_engine.session() as session:
+        pid = session.backend_pid
+        assert session.execute("PREPARE plb_left AS SELECT 1; SELECT pg_advisory_lock(4243)").ok
+        assert session.execute("CREATE FUNCTION one() RETURNS int LANGUAGE sql AS 'SELECT 1'").ok
+        if ending == "its last calls":
+            assert [o.value for o in session.call_all("one", [[], []], last=True)] == [1, 1]
+            with pytest.raises(RuntimeError, match="has ended"):
+                session.execute("SELECT 1")
+    with pg_engine.session() as session:
+        assert session.backend_pid == pid  # the same connection, back from the pool
+        assert session.execute("EXECUTE plb_left").error.code == "26000"
+        held = session.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+        assert held.rows == [(0,)]
+
+
 def test_transaction_control_in_a_statement_does_not_leak(pg_engine):
     with pg_engine.session() as session:
         schema = session.schema

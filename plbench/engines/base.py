@@ -77,7 +77,7 @@ class Session(Protocol):
     def execute(self, statement: str) -> ExecResult: ...
 
     def call_all(
-        self, function: str, argument_lists: list[list[str]], budget_s: float | None = None
+        self, function: str, argument_lists: list[list[str]], budget_s: float | None = None, last: bool = False
     ) -> list[CallOutcome]: ...
 
 

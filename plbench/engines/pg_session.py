@@ -6,6 +6,13 @@ the whole transaction back; since PostgreSQL DDL is transactional, nothing the c
 survives, unless a statement ended the transaction itself (`COMMIT`): the session then says it
 `escaped`, and the engine drops its schema and resets the candidate role as the administrator.
 
+Round trips are what a session costs, so the harness folds its own statements into as few as it can:
+the session writes its own BEGIN (the connection is in autocommit mode while the session holds it, so
+psycopg sends none) in the round trip that sets the session up, which also opens the savepoint the
+first statement runs under; rolling back to a statement's savepoint leaves that savepoint open for
+the next statement; and leaving the session is one round trip (the transaction check, ROLLBACK, and
+DISCARD ALL's parts, since DISCARD ALL itself refuses to share a query string).
+
 `call_all` is the grading channel: it calls a function once per argument list from the client and
 hands back what `to_jsonb` made of each result. The test's expected values never enter the session.
 """
@@ -25,6 +32,12 @@ from plbench.engines.watchdog import Watchdog
 
 _SAVEPOINT = "plb_stmt"
 _CALLS = "plb_calls"
+# Ends the session's transaction, then clears what a rollback does not (PREPAREd statements, session
+# advisory locks, cached plans, ...): DISCARD ALL spelled out as its documented parts.
+_ROLLBACK_AND_DISCARD = (
+    "ROLLBACK; CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *; "
+    "SELECT pg_catalog.pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES"
+)
 
 
 def _diagnostic(exc: psycopg.Error) -> Diagnostic:
@@ -60,6 +73,12 @@ class PostgresSession:
         self._unchecked = False  # a statement ran since the transaction was last checked
         self._killed = False  # the watchdog ended the backend of the last statement
         self._statements = 0
+        self._quoted = sql.Identifier(schema).as_string(conn)
+        # The task schema before pg_catalog, so user functions named like built-ins win.
+        self._search_path = ", ".join(sql.Identifier(s).as_string(conn) for s in (schema, *reads, "pg_catalog"))
+        self._ended = False  # the last calls' round trip ended the session
+        self._spare: str | None = None  # a savepoint open with nothing run since: the next statement's
+        conn.autocommit = True  # the session writes its own BEGIN (see the module docstring)
         conn.add_notice_handler(self._on_notice)
 
     def _on_notice(self, diag: psycopg.errors.Diagnostic) -> None:
@@ -74,7 +93,7 @@ class PostgresSession:
         return self._conn is None or self._conn.closed or self._conn.broken
 
     def _live(self) -> psycopg.Connection:
-        if self._conn is None:
+        if self._conn is None or self._ended:
             raise RuntimeError("this PostgreSQL session has ended")
         return self._conn
 
@@ -106,36 +125,40 @@ class PostgresSession:
         finally:
             self._killed = self._watchdog.disarm(token)
 
-    def _settings(self, timeout_ms: int | None = None) -> sql.Composed:
+    def _settings(self, timeout_ms: int | None = None) -> str:
         """The harness's settings, asserted at the start and again before every graded call."""
-        path = sql.SQL(", ").join(
-            [sql.Identifier(self.schema), *map(sql.Identifier, self._reads), sql.Identifier("pg_catalog")]
+        return (
+            f"SET LOCAL statement_timeout = {int(timeout_ms or self._timeout_ms)}; "
+            f"SET LOCAL search_path = {self._search_path}; SET LOCAL client_min_messages = notice"
         )
-        return sql.SQL(
-            # The task schema before pg_catalog, so user functions named like built-ins win.
-            "SET LOCAL statement_timeout = {ms}; SET LOCAL search_path = {path}; SET LOCAL client_min_messages = notice"
-        ).format(ms=sql.Literal(timeout_ms or self._timeout_ms), path=path)
 
     def begin(self) -> None:
-        """Set up (or, after the transaction was ended by a statement, re-set up) the session."""
-        setup = sql.SQL("SELECT pg_catalog.pg_current_xact_id()::text; CREATE SCHEMA IF NOT EXISTS {name}; ").format(
-            name=sql.Identifier(self.schema)
-        )
+        """Set up (or, after the transaction was ended by a statement, re-set up) the session: begin a
+        transaction, and open the savepoint the next statement runs under."""
+        spare = self._new_savepoint()
+        # Only ever run with no transaction open: on a fresh connection, or after one ended.
+        setup = f"BEGIN; SELECT pg_catalog.pg_current_xact_id()::text; CREATE SCHEMA IF NOT EXISTS {self._quoted}; "
         with self._guard("starting a session"):
-            self._xid = self._live().execute(setup + self._settings()).fetchone()[0]
+            cur = self._live().execute(f"{setup}{self._settings()}; SAVEPOINT {spare}")
+            cur.nextset()  # past BEGIN's result to the transaction id
+            self._xid = cur.fetchone()[0]
         self._unchecked = False
+        self._spare = spare
 
     def execute(self, statement: str, before: str = "") -> ExecResult:
         """Run `statement` in a savepoint; `before`: the harness's own statements (known to parse, ending in
         `;`) sent with the savepoint, ahead of it."""
         conn = self._live()
         self._lines = []
-        savepoint = self._next_savepoint()
+        if before:
+            self._spare = None  # `before` may roll back past the spare: the statement gets a savepoint after it
+        savepoint, opened = self._savepoint_for_statement()
         try:
             with self._guard("running a statement"), self._watched(conn):
-                # Its own round trip: the server parses a whole query string before running any of it, so a
-                # syntax error in the statement would otherwise leave no savepoint to roll back to.
-                conn.execute(f"{before}SAVEPOINT {savepoint}")
+                # Never in the statement's round trip: the server parses a whole query string before running
+                # any of it, so a syntax error in the statement would then leave no savepoint to roll back to.
+                if not opened:
+                    conn.execute(f"{before}SAVEPOINT {savepoint}")
                 conn.execute(statement)  # no parameters: simple protocol, several statements allowed
         except EngineUnavailable:
             if self._killed:
@@ -143,7 +166,7 @@ class PostgresSession:
             raise
         except psycopg.Error as exc:
             return self._failed(exc, savepoint)
-        return self._ran(conn)
+        return self._ran(conn, savepoint)
 
     def execute_own(self, text: str) -> tuple[ExecResult, QueryResult | None]:
         """The harness's own statements in one round trip, with the rows of the last one.
@@ -157,10 +180,10 @@ class PostgresSession:
         """
         conn = self._live()
         self._lines = []
-        savepoint = self._next_savepoint()
+        savepoint, opened = self._savepoint_for_statement()
         try:
             with self._guard("running the harness's statements"), self._watched(conn):
-                cur = conn.execute(f"SAVEPOINT {savepoint}; {text}")
+                cur = conn.execute(text if opened else f"SAVEPOINT {savepoint}; {text}")
                 while cur.nextset():
                     pass
                 rows = cur.fetchall() if cur.description else []
@@ -176,19 +199,24 @@ class PostgresSession:
             if self.escaped and not escaped:
                 raise RuntimeError(f"the harness's own statements did not run ({exc}): {text[:300]}") from exc
             return failed, None
-        return self._ran(conn), QueryResult(columns, types, rows)
+        return self._ran(conn, savepoint), QueryResult(columns, types, rows)
 
-    def _next_savepoint(self) -> str:
+    def _new_savepoint(self) -> str:
         # A fresh savepoint per statement, never released: a session runs a handful of
         # statements, and skipping RELEASE saves a round trip on every one of them.
         self._statements += 1
-        self._unchecked = True
         return f"{_SAVEPOINT}_{self._statements}"
 
-    def _ran(self, conn: psycopg.Connection) -> ExecResult:
+    def _savepoint_for_statement(self) -> tuple[str, bool]:
+        """The savepoint the next statement runs under, and whether it is open already (the spare)."""
+        spare, self._spare = self._spare, None
+        self._unchecked = True
+        return (spare, True) if spare else (self._new_savepoint(), False)
+
+    def _ran(self, conn: psycopg.Connection, savepoint: str) -> ExecResult:
         lines, self._lines = self._lines, []  # re-setting the session below must not add its notices
         if conn.info.transaction_status == TransactionStatus.IDLE:
-            self._settle("")  # the statement ran COMMIT or ROLLBACK itself
+            self._settle(savepoint)  # the statement ran COMMIT or ROLLBACK itself
         return ExecResult(lines=lines)
 
     def _killed_result(self) -> ExecResult:
@@ -199,10 +227,11 @@ class PostgresSession:
     def query(self, statement: str) -> QueryResult:
         """Rows of one query (with column names and type names), or its diagnostic."""
         conn = self._live()
-        savepoint = self._next_savepoint()
+        savepoint, opened = self._savepoint_for_statement()
         try:
             with self._guard("running a query"), self._watched(conn):
-                conn.execute(f"SAVEPOINT {savepoint}")
+                if not opened:
+                    conn.execute(f"SAVEPOINT {savepoint}")
                 cur = conn.execute(statement)
                 rows = cur.fetchall() if cur.description else []
                 columns = [d.name for d in cur.description or ()]
@@ -219,7 +248,9 @@ class PostgresSession:
 
     # ---- the grading channel ---------------------------------------------------------------
 
-    def call_all(self, function: str, argument_lists: list[list[str]], budget_s: float | None = None) -> list:
+    def call_all(
+        self, function: str, argument_lists: list[list[str]], budget_s: float | None = None, last: bool = False
+    ) -> list:
         """`to_jsonb(<schema>.<function>(<arguments>))` per argument list, one CallOutcome each.
 
         The calls share one budget (default: the statement timeout), as the cases of one test block
@@ -227,14 +258,14 @@ class PostgresSession:
         savepoint, so every call gets its own outcome. A call still running when the budget is spent
         is a timeout, and so is every call after it. The harness's timeout and search_path are set
         again first, whatever the candidate's statements set, and the transaction is checked to
-        still be the session's own.
+        still be the session's own. `last`: nothing runs in the session after the calls, so when they
+        all return, the same round trip ends the session (what `finish` would send).
         """
         budget = self._timeout_ms / 1000 if budget_s is None else budget_s
-        conn = self._live()
-        target = sql.SQL("{}.{}").format(sql.Identifier(self.schema), sql.SQL(function)).as_string(conn)
+        target = f"{self._quoted}.{function}"
         calls = [f"SELECT pg_catalog.to_jsonb({target}({', '.join(args)}))" for args in argument_lists]
         start = time.monotonic()
-        batch = self._calls(calls, budget)
+        batch = self._calls(calls, budget, last)
         if batch is not None:
             return batch
         outcomes: list[CallOutcome] = []
@@ -251,11 +282,15 @@ class PostgresSession:
             self.escaped = True  # a statement ended our transaction and began another one
         self._unchecked = False
 
-    def _calls(self, calls: list[str], budget_s: float) -> list[CallOutcome] | None:
-        """All calls in one round trip; None when one failed (the caller runs them one by one)."""
+    def _calls(self, calls: list[str], budget_s: float, last: bool) -> list[CallOutcome] | None:
+        """All calls in one round trip (ending the session too when `last`); None when one failed (the
+        caller runs them one by one, and the session goes on)."""
         conn = self._live()
-        head = f"SAVEPOINT {_CALLS}; {self._settings(max(1, round(budget_s * 1000))).as_string(conn)}; "
+        self._spare = None
+        head = f"SAVEPOINT {_CALLS}; {self._settings(max(1, round(budget_s * 1000)))}; "
         text = head + "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + "; ".join(calls)
+        if last:
+            text += "; " + _ROLLBACK_AND_DISCARD
         self._lines = []
         try:
             with self._guard("calling the candidate"), self._watched(conn, budget_s):
@@ -272,16 +307,18 @@ class PostgresSession:
             raise
         except psycopg.Error as exc:
             timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
-            self._settle(f"ROLLBACK TO SAVEPOINT {_CALLS}")
+            self._settle(_CALLS)
             if timed_out:
                 return [CallOutcome(timed_out=True, error=_diagnostic(exc)) for _ in calls]
             return None
         self._check_transaction(results[0])
-        return [CallOutcome(value=v) for v in results[1:]]
+        self._ended = last
+        return [CallOutcome(value=v) for v in results[1 : len(calls) + 1]]
 
     def _one_call(self, call: str, budget_s: float) -> CallOutcome:
         conn = self._live()
-        settings = self._settings(max(1, round(budget_s * 1000))).as_string(conn)
+        self._spare = None
+        settings = self._settings(max(1, round(budget_s * 1000)))
         try:
             with self._guard("calling the candidate"), self._watched(conn, budget_s):
                 cur = conn.execute(f"SAVEPOINT {_CALLS}; {settings}; {call}")
@@ -293,7 +330,7 @@ class PostgresSession:
                 return CallOutcome(timed_out=True, error=self._killed_result().error)
             raise
         except psycopg.Error as exc:
-            self._settle(f"ROLLBACK TO SAVEPOINT {_CALLS}")
+            self._settle(_CALLS)
             return CallOutcome(error=_diagnostic(exc), timed_out=isinstance(exc, psycopg.errors.QueryCanceled))
         return CallOutcome(value=value)
 
@@ -302,7 +339,7 @@ class PostgresSession:
     def _failed(self, exc: psycopg.Error, savepoint: str) -> ExecResult:
         lines, self._lines = self._lines, []  # notices raised before the error are part of the output
         self._finish_copy()
-        self._settle(f"ROLLBACK TO SAVEPOINT {savepoint}")
+        self._settle(savepoint)
         timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
         return ExecResult(lines=lines, error=_diagnostic(exc), timed_out=timed_out)
 
@@ -322,8 +359,9 @@ class PostgresSession:
                 elif res.status == pq.ExecStatus.COPY_IN:
                     pgconn.put_copy_end(b"COPY FROM STDIN is not supported by plbench")
 
-    def _settle(self, savepoint_sql: str) -> None:
-        """Get back to 'inside our transaction, no savepoint open' after a statement."""
+    def _settle(self, savepoint: str) -> None:
+        """Get back inside our transaction after a statement, undone to `savepoint` when it is still
+        open (it is then the next statement's spare)."""
         conn = self._live()
         with self._guard("cleaning up after a statement"):
             if conn.info.transaction_status == TransactionStatus.IDLE:
@@ -333,7 +371,8 @@ class PostgresSession:
                 self.begin()
                 return
             try:
-                conn.execute(savepoint_sql)
+                conn.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                self._spare = savepoint
             except psycopg.Error:
                 if self.lost:
                     raise
@@ -349,20 +388,16 @@ class PostgresSession:
             return False
         conn.remove_notice_handler(self._on_notice)
         try:
-            if self._unchecked and not self.escaped:
-                self._check_transaction(
-                    conn.execute("SELECT pg_catalog.pg_current_xact_id_if_assigned()::text").fetchone()[0]
-                )
-            conn.rollback()
-            if self.escaped:
-                # Something was committed: the engine drops our schema as its administrator; do not
-                # reuse a connection whose session settings or temporary objects may be committed too.
-                return False
-            # DISCARD ALL clears what a rollback does not: PREPAREd statements, session
-            # advisory locks, LISTEN, cached plans. It refuses to run inside a transaction.
-            conn.autocommit = True
-            conn.execute("DISCARD ALL")
+            if not self._ended:
+                # One round trip: is the transaction still ours, then end it and clear the session.
+                xid = conn.execute(
+                    "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + _ROLLBACK_AND_DISCARD
+                ).fetchone()[0]
+                if self._unchecked:
+                    self._check_transaction(xid)
             conn.autocommit = False
-            return True
+            # Something was committed: the engine drops our schema as its administrator; do not
+            # reuse a connection whose session settings or temporary objects may be committed too.
+            return not self.escaped
         except psycopg.Error:
             return False

@@ -73,7 +73,7 @@ def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
             return every_case(
                 "NOT_RUN", category_of(created.error.code), f"{created.error.code}: {created.error.message}"
             )
-        outcomes = session.call_all(emitter.function_name, [emitter.arguments(c) for c in cases])
+        outcomes = session.call_all(emitter.function_name, [emitter.arguments(c) for c in cases], last=True)
     returns, tol = typed.signature.returns, Tolerance(typed.comparison.atol, typed.comparison.rtol)
     return [
         _verdict(n, outcome, case.expected, returns, tol, emitter.dialect)
