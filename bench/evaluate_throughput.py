@@ -5,15 +5,22 @@ solutions by construction); evaluation runs them through `plbench.evaluate` (iso
 one call per case from the client, decoding and comparison in Python, classification). The
 baseline runs setup, candidate and test block of each on one raw connection in a rolled-back
 transaction.
-Rounds alternate which goes first.
+Each round runs both over the same chunks of candidates, interleaved chunk by chunk and alternating which
+goes first, so a machine shared with other work loads both alike. Besides wall time it prints the CPU
+seconds each spends per candidate, in this process and in the server's processes (read from /proc,
+when the server runs on this machine): under load those move less than wall time does.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/evaluate_throughput.py [--candidates 1000] [--rounds 5]
+
+With the library of another checkout (a before/after on the same server):
+`PYTHONPATH=<checkout> PLBENCH_PG_DSN=<dsn> python bench/evaluate_throughput.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -60,10 +67,54 @@ def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> lis
     return candidates
 
 
+def postmaster_pid(engine: PostgresEngine) -> int | None:
+    """The server's postmaster (the parent of a backend), or None when the server is not on this machine."""
+    with engine.connection() as conn:
+        backend = conn.info.backend_pid
+    try:
+        return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+def server_cpu_s(master: int | None) -> float | None:
+    """CPU seconds so far of the postmaster and its children (backends and background processes)."""
+    if master is None:
+        return None
+    ticks = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(pid) == master or int(fields[1]) == master:
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Meter:
+    """Wall, client CPU and server CPU seconds spent in what it measures."""
+
+    def __init__(self, postmaster: int | None) -> None:
+        self.postmaster = postmaster
+        self.wall = self.client = 0.0
+        self.server: float | None = 0.0
+
+    def run(self, work, *args) -> None:
+        server = server_cpu_s(self.postmaster)
+        wall, client = time.perf_counter(), time.process_time()
+        work(*args)
+        self.wall += time.perf_counter() - wall
+        self.client += time.process_time() - client
+        after = server_cpu_s(self.postmaster)
+        self.server = None if None in (server, after, self.server) else self.server + after - server
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chunk", type=int, default=50, help="candidates per interleaved chunk")
     args = parser.parse_args()
     config = BuildConfig.from_env()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
@@ -76,32 +127,40 @@ def main() -> None:
             for c in candidates
         ]
 
-        def run_evaluate() -> float:
-            start = time.perf_counter()
-            rows = evaluate(folder, candidates, {"postgres": engine})
+        def run_evaluate(lo: int, hi: int) -> None:
+            rows = evaluate(folder, candidates[lo:hi], {"postgres": engine})
             assert all(r["verdict"] == "PASS" for r in rows), "a replay candidate failed"
-            return time.perf_counter() - start
 
-        def run_baseline() -> float:
-            start = time.perf_counter()
-            for task_statements in statements:
+        def run_baseline(lo: int, hi: int) -> None:
+            for task_statements in statements[lo:hi]:
                 engine.run_baseline(task_statements)
-            return time.perf_counter() - start
 
-        run_evaluate(), run_baseline()  # warm up
-        ev, base = [], []
+        run_evaluate(0, len(candidates)), run_baseline(0, len(candidates))  # warm up
+        postmaster = postmaster_pid(engine)
+        rounds = []
         for i in range(args.rounds):
-            pair = (run_evaluate, run_baseline) if i % 2 else (run_baseline, run_evaluate)
-            first, second = pair[0](), pair[1]()
-            (ev if pair[0] is run_evaluate else base).append(first)
-            (base if pair[0] is run_evaluate else ev).append(second)
+            ev, base = Meter(postmaster), Meter(postmaster)
+            for k, lo in enumerate(range(0, len(candidates), args.chunk)):
+                pair = ((ev, run_evaluate), (base, run_baseline))
+                for meter, work in pair if (i + k) % 2 else pair[::-1]:
+                    meter.run(work, lo, lo + args.chunk)
+            rounds.append((ev, base))
     engine.close()
-    ratios = sorted(b / e for b, e in zip(base, ev))
     n = len(candidates)
+    ratios = sorted(b.wall / e.wall for e, b in rounds)
     print(f"server: {engine.version()}; candidates: {n}; rounds: {args.rounds} (medians)")
-    print(f"raw psycopg baseline: {n / statistics.median(base):8.1f} candidates/s")
-    print(f"plbench evaluate:     {n / statistics.median(ev):8.1f} candidates/s")
+    for label, pick in (("raw psycopg baseline", lambda r: r[1]), ("plbench evaluate", lambda r: r[0])):
+        meters = [pick(r) for r in rounds]
+        cpu = f"client CPU {statistics.median(m.client for m in meters) / n * 1e3:6.3f} ms"
+        if all(m.server is not None for m in meters):
+            cpu += f", server CPU {statistics.median(m.server for m in meters) / n * 1e3:6.3f} ms"
+        print(
+            f"{label + ':':22s}{n / statistics.median(m.wall for m in meters):8.1f} candidates/s; per candidate {cpu}"
+        )
     print(f"evaluate / baseline:  {statistics.median(ratios):8.1%}  (per-round range {ratios[0]:.0%}-{ratios[-1]:.0%})")
+    if all(e.server is not None and b.server is not None for e, b in rounds):
+        cpu = statistics.median((b.client + b.server) / (e.client + e.server) for e, b in rounds)
+        print(f"by CPU seconds (client + server) per candidate: {cpu:8.1%}")
 
 
 if __name__ == "__main__":
