@@ -53,20 +53,21 @@ class Fixture:
     equivalence: list
 
 
-def load_fixture(engine, folder: Path) -> Fixture:
-    path = folder / "procfix.sqlite"
+def load_fixture(engine, folder: Path, name: str = "procfix", schema: str = SCHEMA, queries=GOLD) -> Fixture:
+    """The database `name` (`schema`: SQLite statements, `queries`: its gold SQL), loaded and gold-checked."""
+    path = folder / f"{name}.sqlite"
     path.unlink(missing_ok=True)
     with sqlite3.connect(path) as conn:
-        conn.executescript(SCHEMA)
+        conn.executescript(schema)
     conn.close()
-    source = read_sqlite(path, "spider1", "procfix", "procfix.sqlite")
+    source = read_sqlite(path, "spider1", name, f"{name}.sqlite")
     pg, oracle = normalize(source, "postgres"), normalize(source, "oracle")
     with engine.connection() as conn:
         assert load_postgres(conn, pg).verified
-    queries = [gold.GoldQuery(str(i), "procfix", "", sql, "train") for i, sql in enumerate(GOLD, start=1)]
+    golds = [gold.GoldQuery(str(i), name, "", sql, "train") for i, sql in enumerate(queries, start=1)]
     with engine.session(reads=(pg.schema_name,)) as session:
-        equivalence = gold.check_database(path, pg, queries, session, oracle=oracle)
-    assert [r.cls for r in equivalence] == ["identical"] * len(GOLD), [r.detail for r in equivalence]
+        equivalence = gold.check_database(path, pg, golds, session, oracle=oracle)
+    assert [r.cls for r in equivalence] == ["identical"] * len(golds), [r.detail for r in equivalence]
     return Fixture(pg, oracle, equivalence)
 
 

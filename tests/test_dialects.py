@@ -142,6 +142,25 @@ def test_identifiers(name, oracle, postgres):
     assert len(POSTGRES.identifier(name, set())[0].encode()) <= 63
 
 
+@pytest.mark.parametrize(
+    "name, oracle, postgres",
+    [
+        ("event_report", "event_report", "event_report"),
+        ("date", '"DATE"', "date"),
+        ("level", '"LEVEL"', "level"),
+        ("user", '"USER"', '"user"'),
+        ("order", '"ORDER"', '"order"'),
+        ("Score", "Score", "Score"),
+        ("_sum", '"_SUM"', "_sum"),
+        ("café", '"CAFÉ"', '"café"'),
+    ],
+)
+def test_a_new_name_is_spelt_by_the_ddl_rule(name, oracle, postgres):
+    """Folded and quoted when it is no plain identifier or a reserved word, as IdentifierMap declares names."""
+    for dialect, spelt in ((ORACLE, oracle), (POSTGRES, postgres)):
+        assert dialect.new_identifier(name).sql(dialect=dialect.sqlglot_name) == spelt
+
+
 def test_identifiers_that_collide_after_case_folding_are_renamed():
     taken = set()
     assert ORACLE.identifier("A", taken) == ("A", None)

@@ -132,6 +132,17 @@ class Dialect:
         """The name as the dialect stores an unquoted identifier."""
         raise NotImplementedError
 
+    def needs_quotes(self, stored: str) -> bool:
+        """Whether a stored (folded) name must be quoted to be declared and reached: it is no plain
+        identifier, or a reserved word (the normalized DDL's rule, plbench.normalize.typemap.IdentifierMap)."""
+        return not self.plain_identifier.match(stored) or stored.upper() in self.reserved
+
+    def new_identifier(self, name: str) -> exp.Identifier:
+        """A name the project creates (a result table's column), spelt by the DDL's rule: quoted and as the
+        dialect stores it when it must be (`date` is `"DATE"` in Oracle), else as given (the dialect folds it)."""
+        stored = self.fold(name)
+        return exp.Identifier(this=stored, quoted=True) if self.needs_quotes(stored) else exp.to_identifier(name)
+
     def column_type(self, family: str, max_text_bytes: int = 0) -> str:
         """The column type of a family, given the longest text the column holds."""
         return self.column_types[family]

@@ -289,7 +289,6 @@ class IdentifierMap:
     def __init__(self, dialect: str):
         self.dialect = DIALECTS[dialect]
         self._limit = self.dialect.max_identifier_bytes
-        self._reserved = self.dialect.reserved
         self._names: dict[str, TargetName] = {}  # lower-cased source name -> target
         self._taken: set[str] = set()
 
@@ -309,7 +308,7 @@ class IdentifierMap:
             name = base.encode()[: self._limit - len(suffix)].decode("utf-8", "ignore") + suffix
             n += 1
             whys.append("collides with another name after case folding or truncation")
-        quoted = not self.dialect.plain_identifier.match(name) or name.upper() in self._reserved
+        quoted = self.dialect.needs_quotes(name)
         self._taken.add(name)
         target = TargetName(name, quoted, "; ".join(whys))
         self._names[key] = target

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from plbench.dialects import DIALECTS
 from plbench.procedures.describe import query as describe_query
 from plbench.procedures.dialect_text import ERROR_CODES, PROCEDURE_TEXT, RESULT_TYPES
 from plbench.procedures.lift import Lifted, LiftError
@@ -76,6 +77,12 @@ def _result_columns(output: list[OutputColumn]) -> list[tuple[str, dict[str, str
     return out
 
 
+def _declared(column: str, dialect: str) -> exp.Identifier:
+    """A column of a table the seed creates, spelt by the dialect's DDL rule in its setup and in its procedure
+    alike (a column named `date` is `"DATE"` in Oracle, as the normalized schemas declare such names)."""
+    return DIALECTS[dialect].new_identifier(column)
+
+
 def _without_order(lifted: Lifted, dialect: str) -> exp.Expression:
     """The query as the INSERT's source: an ORDER BY without LIMIT orders nothing in a table."""
     tree = lifted.trees[dialect].copy()
@@ -89,7 +96,7 @@ def _replace_rows(lifted: Lifted, table: str, columns: list[str]) -> tuple[Sql, 
     for d in lifted.trees:
         delete[d] = _parse(f"DELETE FROM {table}", d)
         insert[d] = exp.Insert(
-            this=exp.Schema(this=exp.to_table(table), expressions=[exp.to_identifier(c) for c in columns]),
+            this=exp.Schema(this=exp.to_table(table), expressions=[_declared(c, d) for c in columns]),
             expression=_without_order(lifted, d),
         )
     return Sql("delete", delete), Sql("insert", insert)
@@ -99,7 +106,10 @@ def _create(table: str, columns: list[tuple[str, dict[str, str]]], dialects) -> 
     return {
         d: [
             PROCEDURE_TEXT[d].create_table.format(
-                table=table, columns=", ".join(f"{name} {types[d]}" for name, types in columns)
+                table=table,
+                columns=", ".join(
+                    f"{_declared(name, d).sql(dialect=PROCEDURE_TEXT[d].sqlglot)} {types[d]}" for name, types in columns
+                ),
             )
         ]
         for d in dialects
@@ -169,7 +179,7 @@ def build_summary_row(lifted: Lifted, output: list[OutputColumn], taken: set[str
         values = exp.Tuple(
             expressions=[exp.column(p.name) for p in lifted.params] + [exp.Subquery(this=lifted.trees[d].copy())]
         )
-        schema = exp.Schema(this=exp.to_table(table), expressions=[exp.to_identifier(c) for c, _ in columns])
+        schema = exp.Schema(this=exp.to_table(table), expressions=[_declared(c, d) for c, _ in columns])
         trees[d] = exp.Insert(this=schema, expression=exp.Values(expressions=[values]))
     proc = Procedure(f"sp_summarize_{main}"[:60], lifted.params, (Sql("insert", trees),))
     lines = _common_lines(lifted, f"only `{table}`") + [
@@ -200,7 +210,7 @@ def build_status_update(lifted: Lifted, output: list[OutputColumn], taken: set[s
         ]
         trees[d] = exp.Update(this=table, expressions=assignments, where=source.args["where"].copy())
         text = PROCEDURE_TEXT[d]
-        name = table.name
+        name = table.this.sql(dialect=text.sqlglot)  # as the database's DDL spells it (quoted where it must be)
         setup[d] = [
             text.add_column.format(table=name, column=STATUS_COLUMN, type=text.text_type, default="'unreviewed'"),
             text.add_column.format(table=name, column=COUNT_COLUMN, type=text.integer_type, default="0"),
