@@ -4,7 +4,8 @@ Every asset carries a code version (a digest of the code it runs and of the sett
 assets/versions.py) and returns its value's content digest as its data version, so the UI shows
 what is stale after a change and `plbench build` runs only that (pipelines/freshness.py).
 Jobs: `rebuild_release` (every stage) and one `rerun_<stage>`
-per stage of `plbench validate`, so each run in the list says what it did.
+per stage of `plbench validate`, so each run in the list says what it did; and one `Stage_<stage>` per
+stage, the job the UI's Materialize button launches for an asset of that stage (pipelines/stages.UI_STAGES).
 """
 
 import dagster as dg
@@ -15,7 +16,16 @@ from assets.versions import code_version, config_digest
 from pipelines.executors import executor_for
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
-from pipelines.stages import REBUILD_JOB, RELEASE_ASSETS, STAGES, rerun_job, stage_assets
+from pipelines.stages import (
+    REBUILD_JOB,
+    RELEASE_ASSETS,
+    STAGES,
+    UI_STAGES,
+    rerun_job,
+    stage_assets,
+    ui_job,
+    ui_stage_assets,
+)
 from pipelines.storage import StageStorage
 from plbench.config import BuildConfig, NotConfigured
 from plbench.subsets import SUBSETS
@@ -87,10 +97,18 @@ def _jobs() -> list:
         )
         for stage in STAGES
     ]
+    from_ui = [
+        dg.define_asset_job(
+            ui_job(stage),
+            selection=dg.AssetSelection.assets(*ui_stage_assets(stage)),
+            description=f"The {stage} stage's assets, as launched from the UI (Materialize on one of them).",
+        )
+        for stage in UI_STAGES
+    ]
     build = dg.define_asset_job(
         REBUILD_JOB, selection=dg.AssetSelection.all(), description="Rebuild the release from raw sources, every stage."
     )
-    return [build, *rerun]
+    return [build, *rerun, *from_ui]
 
 
 def build_definitions(config: BuildConfig) -> dg.Definitions:

@@ -32,13 +32,32 @@ DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]
 RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"]
 PARTITIONED = [f"normalized_databases_{d}" for d in DIALECT_NAMES]
 REBUILD_JOB = "rebuild_release"
+# The UI's Materialize button launches the first job, by name, that holds every selected asset. Dagster 1.13
+# sorts job names as plain strings, so a capitalized name comes before its implicit `__ASSET_JOB` (and the
+# lowercase CLI jobs after it). One such job per stage, each asset in at most one, gives a run launched from
+# an asset's page the name of the stage it ran. Partitioned assets are left out: from the UI they launch a
+# backfill of their partitions.
+UI_STAGES = {
+    "raw_sources": ["mbpp_raw", "mbpp_plus_raw", "spider1_raw", "spider2_lite_raw"],
+    **STAGES,
+    "release": [name for name in RELEASE_ASSETS if name not in STAGES["crosscheck"]],
+}
 
 
 def rerun_job(stage: str) -> str:
     return f"rerun_{stage}"
 
 
-def stage_assets(stage: str, dialects=DIALECT_NAMES, with_release: bool = False) -> list[str]:
+def ui_job(stage: str) -> str:
+    return f"Stage_{stage}"
+
+
+def ui_stage_assets(stage: str) -> list[str]:
+    """What the stage's UI job materializes: its assets for every dialect, the partitioned ones aside."""
+    return [name for name in stage_assets(stage, table=UI_STAGES) if name not in PARTITIONED]
+
+
+def stage_assets(stage: str, dialects=DIALECT_NAMES, with_release: bool = False, table=STAGES) -> list[str]:
     """The stage's asset names for these dialects (then the release's, when asked), each once, in order."""
-    names = [name.format(dialect=d) for name in STAGES[stage] for d in dialects]
+    names = [name.format(dialect=d) for name in table[stage] for d in dialects]
     return list(dict.fromkeys(names + (RELEASE_ASSETS if with_release else [])))

@@ -151,6 +151,23 @@ def test_runs_and_kinds_say_what_they_did(tmp_path):
     }
 
 
+def test_the_ui_materializes_an_asset_with_the_job_of_its_stage():
+    from pipelines.stages import PARTITIONED, UI_STAGES, ui_job, ui_stage_assets
+
+    implicit = "__ASSET_JOB"  # Dagster's own job, which holds every asset
+    jobs_of = {k.to_user_string(): [implicit] for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    for job in defs.jobs:
+        for key in defs.resolve_job_def(job.name).asset_layer.selected_asset_keys:
+            jobs_of[key.to_user_string()].append(job.name)
+    # What the UI's Materialize button launches: the first job holding the asset, names sorted as strings.
+    first = {asset: sorted(names)[0] for asset, names in jobs_of.items()}
+    staged = {asset: ui_job(stage) for stage in UI_STAGES for asset in ui_stage_assets(stage)}
+    assert first["replay_validation_postgres"] == "Stage_replay"
+    assert first["release"] == "Stage_release" and first["mbpp_raw"] == "Stage_raw_sources"
+    assert {a: first[a] for a in staged} == staged  # each staged asset in one UI job, which wins
+    assert {first[a] for a in PARTITIONED} == {implicit}  # from the UI, a backfill of their partitions
+
+
 def test_dev_runs_dagster_with_this_interpreter_and_takes_host_and_port():
     import sys
 

@@ -209,7 +209,7 @@ def test_the_database_partitions_are_shown(ui, page):
     assert all(key in text for key in keys)
 
 
-RUN = """query ($id: ID!) { runOrError(runId: $id) { ... on Run { status stepKeysToExecute
+RUN = """query ($id: ID!) { runOrError(runId: $id) { ... on Run { status pipelineName stepKeysToExecute
   stepStats { stepKey status } } } }"""
 LATEST = """query ($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
   assetMaterializations(limit: 1) { runId } } } }"""
@@ -234,6 +234,7 @@ def test_materializing_replay_from_its_page_reruns_it_alone_on_stored_upstream_v
         assert time.monotonic() < deadline, f"run {run_id} still {run['status']} after {RUN_S} s"
         time.sleep(2)
     assert run["status"] == "SUCCESS", run
+    assert run["pipelineName"] == "Stage_replay"  # the run list says what it did, not __ASSET_JOB
     assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == {
         "replay_validation_postgres": "SUCCESS",
         "replay_validation_postgres_retention_floor": "SUCCESS",
