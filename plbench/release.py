@@ -33,6 +33,7 @@ from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
 from plbench.release_loading import subset_tables
 from plbench.release_report import report_plots
+from plbench.subsets import SUBSETS
 from plbench.subsets.base import SubsetRelease
 from plbench.taskrow import (
     TASK_SCHEMA,
@@ -177,7 +178,8 @@ def build_manifest(
         "types": dict(sorted(Counter(t["dialect"] for t in types).items())),
     }
     for part in parts:
-        for key, section in part.manifest.items():
+        own = SUBSETS.get(part.subset)  # a part of an unregistered subset keeps the sections it made
+        for key, section in (own.released_manifest(part) if own else part.manifest).items():
             manifest.setdefault(key, {}).update(section)
     return manifest
 

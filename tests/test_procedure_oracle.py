@@ -145,3 +145,83 @@ def test_the_oracle_grammar_gate_rejects_no_procedure_row_over_reserved_column_n
     gate = oracle_syntax_gate(rows, workers=1)
     assert sum(r.dialect == "oracle" for r in rows) >= 60
     assert gate.section["failed"] == 0 and gate.rejections == [], gate.section["failures"][:3]
+
+
+# ---- the manifest's per-scenario counts, taken on what the release keeps -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def part(pg_engine, reserved_build):
+    """The subset's release part, its stages run as its assets run them on the fixture's build."""
+    from types import SimpleNamespace
+
+    from plbench.config import BuildConfig
+    from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
+    from plbench.subsets.base import Staged
+    from plbench.subsets.procedures import SUBSET, built, ingest
+
+    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
+    seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({"resw": reserved_build.seeds}))
+    made = built(ProcedureTasks(seeds.value.seeds, [reserved_build], ("postgres",), pg_engine.version(), inputs))
+    tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
+    return SUBSET.stages.validation(config, tasks, {}).value
+
+
+BROKEN = "procedures/a1/resw/train/1/result_table"  # its Oracle row gets a reference that does not parse
+
+
+def _broken(part):
+    import dataclasses
+
+    rows = [
+        r.with_(reference_code=r.reference_code.replace("BEGIN", "BEGIN BEGIN", 1))
+        if r.key == (BROKEN, "oracle")
+        else r
+        for r in part.rows
+    ]
+    return dataclasses.replace(part, rows=rows)
+
+
+def _every_scenario_reconciles(scenarios: dict) -> None:
+    for key, counts in scenarios.items():
+        assert counts["reconciles"] and counts["input"] == counts["released"] + sum(counts["rejected"].values()), key
+
+
+def test_the_part_counts_every_scenario_input_as_released_or_rejected(part):
+    scenarios = part.manifest["procedures"]["scenarios"]
+    _every_scenario_reconciles(scenarios)
+    assert scenarios["a1/oracle"] == {
+        "input": 7,
+        "released": 7,
+        "rejected": {},
+        "reconciles": True,
+        "mutants_total": scenarios["a1/postgres"]["mutants_total"],
+        "mutants_killed": scenarios["a1/postgres"]["mutants_killed"],
+        "kill_rate": 1.0,
+        "trivial_candidates_passed": 0,
+        "determinism_checked": 7,
+    }
+    b2 = scenarios["b2/oracle"]
+    assert b2["rejected"]["b2_database_cap"] == 3 and b2["released"] + sum(b2["rejected"].values()) == 7, b2
+
+
+def test_a_row_the_grammar_gate_rejects_leaves_its_scenarios_released_count(part, tmp_path):
+    from plbench.config import BuildConfig
+    from plbench.release import prepare_release
+
+    reason = unavailable_reason()
+    if reason:
+        if os.environ.get("PLBENCH_REQUIRE_ORACLE_GRAMMAR"):
+            pytest.fail(f"the Oracle grammar check cannot run: {reason}")
+        pytest.skip(f"the Oracle grammar check cannot run: {reason}")
+    config = BuildConfig(version="g1", out_dir=tmp_path / "releases", cache_dir=tmp_path / "cache", workers=1)
+    manifest = prepare_release(config, [_broken(part)]).manifest
+    assert manifest["oracle_syntax"]["failed"] == 1 and manifest["oracle_syntax"]["failures"][0]["owner"] == BROKEN
+    scenarios = manifest["procedures"]["scenarios"]
+    _every_scenario_reconciles(scenarios)
+    a1 = scenarios["a1/oracle"]
+    assert (a1["released"], a1["rejected"], a1["determinism_checked"]) == (6, {"oracle_syntax": 1}, 6)
+    assert scenarios["a1/postgres"]["released"] == 7 and scenarios["a2/oracle"]["released"] == 7
+    counts = manifest["subsets"]["procedures"]
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    assert counts["released"]["oracle"] == sum(s["released"] for k, s in scenarios.items() if k.endswith("/oracle"))

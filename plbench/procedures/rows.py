@@ -34,7 +34,7 @@ def task_row(task: ScenarioTask, engine_version: str | None) -> TaskRow:
         subset=SUBSET,
         dialect=task.dialect,
         source_dataset=f"Spider 1.0 {split}",
-        source_id=f"{task.scenario}/{task.seed_id}",  # one input per (scenario, seed): the counts reconcile
+        source_id=task.source_id,  # one input per (scenario, seed): the counts reconcile
         database=task.database,
         prompt=task.prompt,
         entry_point=task.entry_point,

@@ -56,6 +56,11 @@ class ScenarioTask:
     constructs: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()  # tables read and written
 
+    @property
+    def source_id(self) -> str:
+        """One input per (scenario, seed), as its release rows and its rejections name it."""
+        return f"{self.scenario}/{self.seed_id}"
+
 
 @dataclass
 class AdapterContext:

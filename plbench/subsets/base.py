@@ -61,6 +61,11 @@ class Subset:
         """The subset's part of the release from its assets' values; None when it was not selected."""
         raise NotImplementedError
 
+    def released_manifest(self, part: SubsetRelease) -> dict[str, dict]:
+        """The part's own manifest sections on what the release keeps, once the release gates (trivial
+        candidates, Oracle grammar) have moved rows to its rejections; by default as the part made them."""
+        return part.manifest
+
     def trivial_candidates(self, row: TaskRow) -> list[tuple[str, str]]:
         """(name, code) of candidates that must fail the task: a released task a trivial candidate
         passes cannot tell a solution from a non-solution. By default those of the task's kind in

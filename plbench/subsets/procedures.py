@@ -30,7 +30,7 @@ from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.seeds import SUBSET as NAME
 from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks, build_tasks
 from plbench.procedures.strength import trivial_candidates
-from plbench.procedures.summary import DIALECTS_OF, summarize
+from plbench.procedures.summary import DIALECTS_OF, recount, summarize
 from plbench.procedures.tasks import runs_here
 from plbench.records import Rejection
 from plbench.spider.stages import SpiderInputs
@@ -115,9 +115,9 @@ def release_part(config, stage: ProcedureTasks) -> SubsetRelease:
     tasks = [t for db in stage.databases for t in db.tasks]
     rows = [task_row(t, stage.engine_version) for t in tasks]
     rows = [r if r.replay_status == "passed" else r.with_(replay_detail=not_run_reason(config)) for r in rows]
-    refused = {r.source_id for db in stage.databases for r in db.rejections}
-    missing = _missing_dialects(stage, {(r.source_id, r.dialect) for r in rows}, refused)
-    section = summarize(stage.databases, DIALECT_NAMES)
+    adapters = [r for db in stage.databases for r in db.rejections]
+    missing = _missing_dialects(stage, {(r.source_id, r.dialect) for r in rows}, {r.source_id for r in adapters})
+    section = recount(summarize(stage.databases, DIALECT_NAMES), rows, adapters + missing, DIALECT_NAMES)
     section["databases"] = {"taking_part": len(stage.seeds.databases), "left_out": len(stage.seeds.left_out)}
     return SubsetRelease(
         NAME,
@@ -179,6 +179,12 @@ class ProceduresSubset(StagedSubset):
         build_engines=("postgres",),
         validate_engines=(),
     )
+
+    def released_manifest(self, part: SubsetRelease) -> dict[str, dict]:
+        """The per-scenario counts taken again on the rows the release gates kept (trivial candidates, Oracle
+        grammar), their rejections counted by reason."""
+        section = recount(part.manifest[NAME], part.rows, part.rejections, DIALECT_NAMES)
+        return {**part.manifest, NAME: section}
 
 
 SUBSET = ProceduresSubset()
