@@ -114,3 +114,21 @@ def env(pg_engine, fixture):
 
     with workspaces(pg_engine, fixture.pg) as (workspace, shuffled):
         yield ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)
+
+
+def subset_part(engine, database: str, built):
+    """The procedures subset's release part, its stages run as its assets run them, the build's scenario work
+    done by `built` (a DatabaseProcedures of the loaded `database`)."""
+    from types import SimpleNamespace
+
+    from plbench.config import BuildConfig
+    from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
+    from plbench.subsets.base import Staged
+    from plbench.subsets.procedures import SUBSET, ingest
+    from plbench.subsets.procedures import built as built_stage
+
+    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
+    seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({database: built.seeds}))
+    made = built_stage(ProcedureTasks(seeds.value.seeds, [built], ("postgres",), engine.version(), inputs))
+    tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
+    return SUBSET.stages.validation(config, tasks, {}).value

@@ -19,7 +19,7 @@ from plbench.procedures.model import CountInto, RowLoop, Sql, walk
 from plbench.procedures.mutants import mutants_of
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios.b2 import row_by_row
-from tests.procedure_fixtures import load_fixture
+from tests.procedure_fixtures import load_fixture, subset_part
 
 RESERVED_SCHEMA = """
 CREATE TABLE event (id INTEGER PRIMARY KEY, date TEXT, level INTEGER, comment TEXT, user TEXT);
@@ -152,19 +152,7 @@ def test_the_oracle_grammar_gate_rejects_no_procedure_row_over_reserved_column_n
 
 @pytest.fixture(scope="module")
 def part(pg_engine, reserved_build):
-    """The subset's release part, its stages run as its assets run them on the fixture's build."""
-    from types import SimpleNamespace
-
-    from plbench.config import BuildConfig
-    from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
-    from plbench.subsets.base import Staged
-    from plbench.subsets.procedures import SUBSET, built, ingest
-
-    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
-    seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({"resw": reserved_build.seeds}))
-    made = built(ProcedureTasks(seeds.value.seeds, [reserved_build], ("postgres",), pg_engine.version(), inputs))
-    tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
-    return SUBSET.stages.validation(config, tasks, {}).value
+    return subset_part(pg_engine, "resw", reserved_build)
 
 
 BROKEN = "procedures/a1/resw/train/1/result_table"  # its Oracle row gets a reference that does not parse

@@ -13,6 +13,7 @@ from plbench.procedures.build import context, database_procedures
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.tasks import AdapterRejected
 from plbench.procedures.workspace import Workspace
+from tests.procedure_fixtures import subset_part
 
 
 @pytest.fixture(scope="module")
@@ -396,20 +397,7 @@ def test_b3_malformed_line_edits_fail_naming_the_task(pg_engine, built, submissi
 
 @pytest.fixture(scope="module")
 def part(pg_engine, built):
-    from types import SimpleNamespace
-
-    from plbench.config import BuildConfig
-    from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks
-    from plbench.subsets.base import Staged
-    from plbench.subsets.procedures import SUBSET, ingest
-    from plbench.subsets.procedures import built as built_stage
-
-    # the subset's stages as its assets run them, the build's scenario work done by the fixture
-    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
-    seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({"procfix": built.seeds}))
-    made = built_stage(ProcedureTasks(seeds.value.seeds, [built], ("postgres",), pg_engine.version(), inputs))
-    tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
-    return SUBSET.stages.validation(config, tasks, {}).value
+    return subset_part(pg_engine, "procfix", built)
 
 
 def _rows_of(part, seed_id, dialect=None):
