@@ -41,6 +41,7 @@ from plbench.normalize.load import load_postgres  # noqa: E402
 from plbench.normalize.sqlite_source import read_sqlite  # noqa: E402
 from plbench.procedures import build, seeds, strength, suites  # noqa: E402
 from plbench.procedures.parallel import each_database  # noqa: E402
+from plbench.procedures.scenarios.b2 import timing_summary  # noqa: E402
 from plbench.procedures.stages import selected_databases  # noqa: E402
 from plbench.spider import gold  # noqa: E402
 from plbench.spider.stages import ingest_spider1  # noqa: E402
@@ -106,7 +107,7 @@ def _dumped(out) -> dict:
         strength = {k: getattr(v.strength, k) for k in STRENGTH_FIELDS}
         found[f"seed {v.seed.seed_id}"] = {"suite": v.suite.to_json(v.seed), "strength": strength}
     for t in out.tasks:
-        found[f"task {t.task_id} {t.dialect}"] = dataclasses.asdict(t)
+        found[f"task {t.task_id} {t.dialect}"] = {k: v for k, v in dataclasses.asdict(t).items() if k != "measured"}
     for r in out.seeds.rejections + out.rejections:
         found.setdefault(f"rejection {r.source_id} {r.stage}", []).append([r.reason_code, r.detail])
     return json.loads(json.dumps(found, default=str))
@@ -184,6 +185,7 @@ def main() -> None:
             f"mutants killed {killed}/{total} ({killed / total:.1%})"
         )
     print("rejections:", dict(rejected.most_common()))
+    print("B2 speedups measured (information, not a verdict):", timing_summary([t for o in outs for t in o.tasks]))
     print(f"normalize + load + gold check (baseline, serial): {load_s:7.1f} s")
     print(
         f"procedures (seeds, suites, mutants, scenarios), {args.workers} worker(s): {build_s:7.1f} s "

@@ -319,6 +319,44 @@ def test_b2_row_by_row_leaves_what_it_cannot_rename(built):
     assert _numbered(plain).sql() == "SELECT name AS plb_c1, COUNT(*) AS plb_c2 FROM customer GROUP BY name"
 
 
+@pytest.fixture
+def b2_built(pg_engine, fixture, built):
+    """`b2_built(seed_id)`: B2's tasks of a seed built again, on a workspace and scaled copy of their own."""
+    from plbench.procedures.build import scaled_copies
+
+    seeds = {v.seed.seed_id: v for v in built.seeds.seeds}
+    with pg_engine.session(reads=(fixture.pg.schema_name,)) as session, scaled_copies(pg_engine, fixture.pg) as scaled:
+        workspace = Workspace(session, fixture.pg)
+        yield lambda seed_id: ADAPTERS["b2"].build(
+            context(seeds[seed_id], fixture.pg, fixture.oracle, workspace, frozenset({"postgres"}), scaled)
+        )
+
+
+def test_b2_decides_by_counts_so_two_builds_and_a_slowed_clock_give_the_same_rows(built, b2_built, monkeypatch):
+    from plbench.procedures.rows import task_row
+    from plbench.procedures.scenarios import b2
+    from plbench.taskrow import as_record
+
+    def rows(tasks):
+        return [json.dumps(as_record(task_row(t, "PostgreSQL 16")), sort_keys=True) for t in tasks]
+
+    reference = _task(built, "b2", REPORT).reference_code
+    again = b2_built(REPORT)
+    assert rows(again) == rows(t for t in built.tasks if (t.scenario, t.seed_id) == ("b2", REPORT))
+    assert set(again[0].measured) == {"reference_s", "baseline_s", "speedup"} and again[0].measured["speedup"] > 0
+    timed = b2.timed
+
+    def reference_slowed(workspace, setup, procedure, calls, index):  # as if the machine stalled on it
+        work = timed(workspace, setup, procedure, calls, index)
+        return dataclasses.replace(work, seconds=work.seconds * 1000) if procedure == reference else work
+
+    monkeypatch.setattr(b2, "timed", reference_slowed)
+    stalled = b2_built(REPORT)
+    assert stalled[0].measured["speedup"] < b2.MIN_SPEEDUP and rows(stalled) == rows(again)
+    summary = b2.timing_summary(stalled)
+    assert summary["tasks"] == 1 and summary["below_1.1"] == 1 and summary["speedup_min"] < 1.1
+
+
 def test_b2_grading_times_a_passing_candidate_against_reference_and_baseline(pg_engine, built):
     from plbench.procedures.rows import grade_row, task_row
 

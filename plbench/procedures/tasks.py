@@ -55,6 +55,9 @@ class ScenarioTask:
     signature: tuple[tuple[str, str], ...] = ()  # (parameter, type) in the dialect
     constructs: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()  # tables read and written
+    # what this run timed (B2: seconds and speedup): information for the build's metadata, never released,
+    # since it varies from run to run
+    measured: dict = field(default_factory=dict, compare=False)
 
     @property
     def source_id(self) -> str:

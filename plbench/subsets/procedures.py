@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from plbench.config import DIALECT_NAMES, NO_ORACLE
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import ADAPTERS
+from plbench.procedures.scenarios.b2 import timing_summary
 from plbench.procedures.seeds import SUBSET as NAME
 from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks, build_tasks
 from plbench.procedures.strength import trivial_candidates
@@ -72,7 +73,8 @@ def built(tasks: ProcedureTasks) -> Staged:
     made = [t for db in tasks.databases for t in db.tasks]
     refused = [r for db in tasks.databases for r in db.rejections]
     released = {k: v["released"] for k, v in summarize(tasks.databases, DIALECT_NAMES)["scenarios"].items()}
-    return Staged(tasks, validated_seeds(tasks.seeds), len(made), refused, {"released": released})
+    details = {"released": released, "b2_timing": timing_summary(made)}  # timing: information, no verdict
+    return Staged(tasks, validated_seeds(tasks.seeds), len(made), refused, details)
 
 
 def build(config, ingested: Ingested, engines: dict) -> Staged:

@@ -6,12 +6,16 @@ updates the rows its WHERE selects one at a time, by row id. It is correct (it r
 
 Timing runs on a copy whose main table (the query's FROM table) holds its rows repeated up to SCALE_ROWS
 rows (without its unique indexes), one copy per database, re-scaled when the main table changes. The
-suite's first call that writes at least MIN_TIMED_WRITES rows there (counted in a run of the reference; a
-seed without one is rejected, by counts, not by a clock) is timed after the calls before it, REPEATS times
-per procedure; a procedure's time is its fastest run. Work counters over the copy's
-tables during that call come from PostgreSQL's pg_stat_xact_user_tables: scans = seq_scan + idx_scan,
-tuples = seq_tup_read + idx_tup_fetch, writes = n_tup_ins + n_tup_upd + n_tup_del.
-Check: the baseline reproduces the call suite, and the reference is at least MIN_SPEEDUP times as fast.
+suite's first call that writes at least MIN_TIMED_WRITES rows there (counted in a run of the reference) is
+timed after the calls before it, REPEATS times per procedure; a procedure's time is its fastest run. Work
+counters over the copy's tables during that call come from PostgreSQL's pg_stat_xact_user_tables: scans =
+seq_scan + idx_scan, tuples = seq_tup_read + idx_tup_fetch, writes = n_tup_ins + n_tup_upd + n_tup_del.
+
+Check: the baseline reproduces the call suite, and the timed call makes it write at least MIN_TIMED_WRITES
+rows one statement a row where the reference writes them set-based (a seed without such a call is
+rejected, `too_little_work`). The decision is taken on these counts, never on a clock: a speedup measured
+near MIN_SPEEDUP on a loaded machine flips from run to run, and two builds must release the same tasks.
+The speedup measured is information (ScenarioTask.measured, the build stage's metadata `b2_timing`).
 The task's call suite records the timing set-up and the counters of reference and baseline under
 `performance` (times vary from run to run and are not recorded; an Oracle task carries its PostgreSQL
 twin's, as no Oracle server runs here); grading a B2 candidate measures it,
@@ -191,8 +195,9 @@ def scale_of(ctx: AdapterContext) -> dict[str, int]:
     return {table: math.ceil(SCALE_ROWS / rows)}
 
 
-def performance(ctx: AdapterContext, baseline: str) -> dict:
-    """The timing set-up and the reference's and the baseline's work (AdapterRejected below MIN_SPEEDUP)."""
+def performance(ctx: AdapterContext, baseline: str) -> tuple[dict, dict]:
+    """The timing set-up with the reference's and the baseline's work, and what this run measured (seconds,
+    speedup: information, not a verdict); AdapterRejected when no call writes enough or a timed run fails."""
     scale = scale_of(ctx)
     workspace = ctx.scaled(scale)
     setup, reference = list(ctx.seed.setup["postgres"]), ctx.seed.procedure.render("postgres")
@@ -202,17 +207,27 @@ def performance(ctx: AdapterContext, baseline: str) -> dict:
     for who, work in (("reference", fast), ("baseline", slow)):
         if isinstance(work, str):
             raise AdapterRejected("timing_failed", f"{who}: {work}")
-    if slow.seconds < MIN_SPEEDUP * fast.seconds:
-        raise AdapterRejected(
-            "no_speedup", f"reference {fast.seconds:.4f} s, baseline {slow.seconds:.4f} s at {SCALE_ROWS} rows"
-        )
-    return {
+    record = {
         "scale_rows": SCALE_ROWS,
         "scaled": scale,
         "timed_call": index,
         "repeats": REPEATS,
         "min_speedup": MIN_SPEEDUP,
         "work": {"reference": fast.counters, "baseline": slow.counters},
+    }
+    return record, {"reference_s": fast.seconds, "baseline_s": slow.seconds, "speedup": slow.seconds / fast.seconds}
+
+
+def timing_summary(tasks: list[ScenarioTask]) -> dict:
+    """The speedups this run measured over the B2 tasks' PostgreSQL twins (the build stage's metadata)."""
+    speedups = sorted(t.measured["speedup"] for t in tasks if t.scenario == SCENARIO and t.dialect == "postgres")
+    if not speedups:
+        return {"tasks": 0}
+    return {
+        "tasks": len(speedups),
+        "speedup_min": round(speedups[0], 3),
+        "speedup_median": round(speedups[len(speedups) // 2], 3),
+        f"below_{MIN_SPEEDUP}": sum(1 for s in speedups if s < MIN_SPEEDUP),
     }
 
 
@@ -223,7 +238,8 @@ def build(ctx: AdapterContext) -> list[ScenarioTask]:
     baseline = slow.render("postgres")
     if why := ctx.fails(baseline):
         raise AdapterRejected("baseline_incorrect", why)
-    suite = {**ctx.suite_json, "performance": performance(ctx, baseline)}
+    record, measured = performance(ctx, baseline)
+    suite = {**ctx.suite_json, "performance": record}
     tasks = []
     for d in ctx.seed.dialects:
         materials = {"current_procedure.sql": slow.render(d)}
@@ -232,7 +248,8 @@ def build(ctx: AdapterContext) -> list[ScenarioTask]:
             f"{SCALE_ROWS:,} rows) without changing what it does."
         )
         text = prompt(ctx, d, ask, ctx.seed.requirement_lines, materials)
-        tasks.append(dataclasses.replace(make_task(ctx, SCENARIO, d, text, materials), call_suite=suite))
+        task = make_task(ctx, SCENARIO, d, text, materials)
+        tasks.append(dataclasses.replace(task, call_suite=suite, measured=measured))
     return tasks
 
 
