@@ -27,6 +27,7 @@ PATH_SETTINGS = (
     "crosscheck_solutions",
 )
 PROCEDURE_DATABASES = 10  # the default of BuildConfig.procedure_databases (see there)
+PROCEDURE_WORKERS = 2  # the default of BuildConfig.procedure_workers (see there)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class BuildConfig:
     # at a load average of 10 on this 2-core machine, 11 seeds a database (bench/procedures_sample.py --every
     # 16: 11 databases, 120 seeds, 687 s): all 163 would add hours to the build, so the default takes 10.
     procedure_databases: int = PROCEDURE_DATABASES
+    # Databases the procedures stages build side by side (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine,
+    # plbench.procedures.parallel). The output is the same for any number, so it is no part of the fingerprint.
+    procedure_workers: int = PROCEDURE_WORKERS
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -112,6 +116,7 @@ class BuildConfig:
             "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),
+            "procedure_workers": int(env.get("PLBENCH_PROCEDURE_WORKERS") or PROCEDURE_WORKERS),
         }
         if env.get(SETTINGS_ENV):
             values.update(read_settings(Path(env[SETTINGS_ENV])))

@@ -45,6 +45,18 @@ GOLD = [
     "SELECT count(*) FROM archive WHERE id = 1",
 ]
 
+# Column names Oracle reserves (date, level, comment, user; PostgreSQL reserves user): test_procedure_oracle
+RESERVED_SCHEMA = """
+CREATE TABLE event (id INTEGER PRIMARY KEY, date TEXT, level INTEGER, comment TEXT, user TEXT);
+INSERT INTO event VALUES (1, '2020-01-01', 1, 'a', 'ann'), (2, '2020-02-01', 2, 'b', 'bob'),
+                         (3, '2021-01-01', 3, NULL, 'cy'), (4, NULL, 2, 'd', NULL), (5, '2019-05-05', 5, 'e', 'eve');
+"""
+RESERVED_GOLD = [
+    "SELECT date FROM event WHERE level > 2",
+    "SELECT comment, user FROM event WHERE level >= 2",
+    "SELECT level FROM event WHERE id = 3",
+]
+
 
 @dataclass
 class Fixture:

@@ -19,18 +19,7 @@ from plbench.procedures.model import CountInto, RowLoop, Sql, walk
 from plbench.procedures.mutants import mutants_of
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios.b2 import row_by_row
-from tests.procedure_fixtures import load_fixture, subset_part
-
-RESERVED_SCHEMA = """
-CREATE TABLE event (id INTEGER PRIMARY KEY, date TEXT, level INTEGER, comment TEXT, user TEXT);
-INSERT INTO event VALUES (1, '2020-01-01', 1, 'a', 'ann'), (2, '2020-02-01', 2, 'b', 'bob'),
-                         (3, '2021-01-01', 3, NULL, 'cy'), (4, NULL, 2, 'd', NULL), (5, '2019-05-05', 5, 'e', 'eve');
-"""
-RESERVED_GOLD = [
-    "SELECT date FROM event WHERE level > 2",
-    "SELECT comment, user FROM event WHERE level >= 2",
-    "SELECT level FROM event WHERE id = 3",
-]
+from tests.procedure_fixtures import RESERVED_GOLD, RESERVED_SCHEMA, load_fixture, subset_part
 
 
 @pytest.fixture(scope="module")

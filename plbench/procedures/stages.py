@@ -7,6 +7,10 @@ every seed (plbench.procedures.build), in PostgreSQL; Oracle tasks are emitted a
 `BuildConfig.procedure_databases` (PLBENCH_PROCEDURE_DATABASES) caps how many databases take part (0: all),
 spread evenly over the name order so the sample spans the mirror; the others are named in `ProcedureSeeds.left_out`
 and counted in the manifest, not in the rejections: they are not inputs of the subset.
+
+`BuildConfig.procedure_workers` (PLBENCH_PROCEDURE_WORKERS) databases are built side by side, each in its own
+sessions (plbench.procedures.parallel); the results keep the databases' order, so the output is the same for
+any number of workers (which is why it is not part of the build fingerprint).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from plbench.config import BuildConfig
 from plbench.normalize.emit import NormalizedDatabase, normalize
 from plbench.procedures.build import DatabaseProcedures, scenario_tasks
+from plbench.procedures.parallel import each_database
 from plbench.procedures.seeds import SUBSET, DatabaseSeeds, database_seeds
 from plbench.records import Rejection
 from plbench.spider.stages import DatabaseReport, SpiderInputs, load_source
@@ -62,14 +67,20 @@ def build_seeds(
     start = time.perf_counter()
     names, left_out = selected_databases(inputs.databases, config.procedure_databases)
     out = ProcedureSeeds(left_out=left_out)
-    for name in names:
+
+    def seeds_of(name: str) -> DatabaseSeeds | list[Rejection]:
         report = reports[name]
         if not (report.load and report.load.verified):
             why = (report.load.error if report.load else report.not_run) or "loaded, but its rows did not verify"
-            out.not_loaded += _not_loaded(inputs, name, why)
-            continue
+            return _not_loaded(inputs, name, why)
         pg_db, oracle_db = databases_of(config, inputs, name)
-        out.databases[name] = database_seeds(engine, pg_db, oracle_db, report.equivalence)
+        return database_seeds(engine, pg_db, oracle_db, report.equivalence)
+
+    for name, found in zip(names, each_database(seeds_of, names, config.procedure_workers)):
+        if isinstance(found, DatabaseSeeds):
+            out.databases[name] = found
+        else:
+            out.not_loaded += found
     out.seconds = time.perf_counter() - start
     return out
 
@@ -86,10 +97,12 @@ def _not_loaded(inputs: SpiderInputs, name: str, why: str) -> list[Rejection]:
 def build_tasks(config: BuildConfig, inputs: SpiderInputs, seeds: ProcedureSeeds, engine) -> ProcedureTasks:
     """Every scenario's tasks of every database's seeds (`engine`: PostgreSQL, where the references run)."""
     out = ProcedureTasks(seeds, executed=(engine.dialect,), engine_version=engine.version(), inputs=inputs.inputs)
-    for name, database in seeds.databases.items():
+
+    def tasks_of(database: DatabaseSeeds) -> DatabaseProcedures:
         if not database.seeds:
-            out.databases.append(DatabaseProcedures(database))
-            continue
-        pg_db, oracle_db = databases_of(config, inputs, name)
-        out.databases.append(scenario_tasks(engine, pg_db, oracle_db, database))
+            return DatabaseProcedures(database)
+        pg_db, oracle_db = databases_of(config, inputs, database.database)
+        return scenario_tasks(engine, pg_db, oracle_db, database)
+
+    out.databases = each_database(tasks_of, list(seeds.databases.values()), config.procedure_workers)
     return out
