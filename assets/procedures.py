@@ -13,7 +13,7 @@ import dagster as dg
 
 from assets.spider import normalization_report, normalized_assets
 from pipelines.resources import EnginesResource
-from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.procedures.stages import ProcedureSeeds, build_seeds
 from plbench.procedures.summary import MIN_KILL_RATE, below_floor, summarize
 from plbench.spider.stages import DatabaseReport, SpiderInputs, reports_of
@@ -40,8 +40,8 @@ def procedure_seeds(
     spider1_raw: SpiderInputs | None,
     reports_postgres: dict[str, DatabaseReport] | None,  # None: no database partition (no Spider subset)
 ) -> ProcedureSeeds | None:
-    if spider1_raw is None or GROUP not in build.subsets:
-        context.log.info(f"procedures is not among the selected subsets {build.subsets}")
+    if spider1_raw is None or not set(SEEDED_SUBSETS) & set(build.subsets):
+        context.log.info(f"none of {SEEDED_SUBSETS} is among the selected subsets {build.subsets}")
         return None
     reports = reports_of(spider1_raw, reports_postgres or {}, "postgres")
     with engines.open("postgres") as engine:

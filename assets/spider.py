@@ -16,7 +16,7 @@ import dagster as dg
 
 from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
-from plbench.config import DIALECT_NAMES, BuildConfig
+from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.dialects import DIALECTS
 from plbench.spider.plsql_tasks import SpiderTasks, build_spider_plsql
 from plbench.spider.spider2_rows import build_spider2
@@ -35,7 +35,8 @@ from plbench.spider.summary import NormalizationSummary, summarize_normalization
 GROUP = "spider"
 DATABASES = dg.DynamicPartitionsDefinition(name="database")
 RAW_ASSETS = {"spider1": "spider1_raw", "spider2_lite": "spider2_lite_raw"}
-SOURCES = {"spider_plsql": "spider1", "spider2": "spider2_lite", "procedures": "spider1"}  # subset -> raw dataset
+# subset -> the raw dataset it reads (the procedures' seeds come from Spider 1.0)
+SOURCES = {"spider_plsql": "spider1", "spider2": "spider2_lite"} | dict.fromkeys(SEEDED_SUBSETS, "spider1")
 
 
 def selected_sources(config: BuildConfig) -> list[str]:

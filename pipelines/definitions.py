@@ -40,7 +40,7 @@ ASSETS_BY_MODULE = {
         mbpp.mbpp_tasks,
     ],
     replay: [*replay.replay_assets.values(), *replay.roundtrip_assets.values()],
-    operators: [operators.mbpp_ile_tasks, operators.mbpp_ile_validation],
+    operators: [operators.mbpp_ile_tasks, operators.mbpp_ile_validation, operators.procedural_ile],
     spider: [
         spider.spider1_raw,
         spider.spider2_lite_raw,

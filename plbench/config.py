@@ -11,7 +11,8 @@ from plbench.llm import LLMSettings, not_configured
 from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
-SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2", "procedures")
+SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2", "procedures", "procedures_ile", "multiturn")
+SEEDED_SUBSETS = ("procedures", "procedures_ile", "multiturn")  # built from the procedures' seeds (Spider 1.0)
 DIALECT_NAMES = ("oracle", "postgres")
 NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"
 # A JSON file of settings (BuildConfig.to_settings) every process of one build reads: the UI's code
@@ -97,6 +98,9 @@ class BuildConfig:
     # Databases the procedures stages build side by side (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine,
     # plbench.procedures.parallel). The output is the same for any number, so it is no part of the fingerprint.
     procedure_workers: int = PROCEDURE_WORKERS
+    # ILE on the procedures' seeds (subsets procedures_ile, multiturn): rounds per seed at most
+    # (PLBENCH_PROCEDURE_ILE_ROUNDS); an episode has 3 to 5 turns, so 2 to 4 rounds make one. Same proposer as MBPP's.
+    procedure_ile_rounds: int = 3
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -117,6 +121,7 @@ class BuildConfig:
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),
             "procedure_workers": int(env.get("PLBENCH_PROCEDURE_WORKERS") or PROCEDURE_WORKERS),
+            "procedure_ile_rounds": int(env.get("PLBENCH_PROCEDURE_ILE_ROUNDS") or 3),
         }
         if env.get(SETTINGS_ENV):
             values.update(read_settings(Path(env[SETTINGS_ENV])))
@@ -155,6 +160,7 @@ class BuildConfig:
             "ile_proposer": self.ile_proposer if self.ile_proposer == "deterministic" else f"llm:{self.llm}",
             "ile_rounds": self.ile_rounds,
             "procedure_databases": self.procedure_databases,
+            "procedure_ile_rounds": self.procedure_ile_rounds,
         }
 
 

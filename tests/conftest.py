@@ -63,6 +63,7 @@ def fixture_config(tmp_path_factory, pg_engine):
         min_gold_equivalence=0.5,
         crosscheck_solutions=solutions,
         sandbox=SandboxLimits(cpu_seconds=5, wall_seconds=15, case_seconds=2),
+        procedure_ile_rounds=2,  # episodes of 3 turns at most: the least that makes one, to keep the build quick
     )
 
 

@@ -409,6 +409,38 @@ def test_procedures_are_in_the_default_build_and_their_references_score_one(setu
     assert summary["tasks"] == len(postgres) and summary["suite_pass@1"] == 1.0
 
 
+def test_procedures_ile_and_multiturn_are_in_the_default_build(setup, pg_engine):
+    from plbench.evaluate import Candidate, evaluate, read_tasks
+    from plbench.grading.episodes import episodes_of
+    from plbench.grading.results import summarize
+
+    config, _ = setup
+    path, manifest, tasks, _ = _release(config)
+    for name in ("procedures_ile", "multiturn"):
+        assert manifest["subsets"][name]["reconciles"] == {"oracle": True, "postgres": True}
+        gate = manifest["trivial_candidates"][name]["groups"][f"{name}/postgres"]
+        assert all(c["passed"] == [] for c in gate["candidates"].values())
+    ile = [t for t in tasks if t["subset"] == "procedures_ile" and t["dialect"] == "postgres"]
+    assert ile and all(t["proposer"] == "deterministic" and t["ile_rounds"] >= 1 for t in ile)
+    assert manifest["operators"]["ile_procedures"]["proposals"] >= len(ile)
+    section = manifest["procedures_ile"]
+    assert section["enhanced"] == len(ile) and section["seeds"] == manifest["subsets"]["procedures_ile"]["input"]
+    turns = [t for t in tasks if t["subset"] == "multiturn" and t["dialect"] == "postgres"]
+    assert turns and all(3 <= t["turn_count"] <= 5 and t["turns"] == t["turn_count"] for t in turns)
+    assert len(turns) == sum(t["turn_count"] for t in turns if t["turn_index"] == 1)  # every turn of an episode
+    assert len({t["conversation_id"] for t in turns}) == manifest["multiturn"]["episodes"]
+    candidates = [Candidate(t["task_id"], "postgres", t["reference_code"]) for t in ile + turns]
+    rows = evaluate(path, candidates, {"postgres": pg_engine})
+    summary = summarize(rows, episodes_of(read_tasks(path)))
+    assert summary["procedures_ile/postgres"]["suite_pass@1"] == 1.0
+    mt = summary["multiturn/postgres"]
+    assert (mt["episode_pass@1"], mt["turn_suite_pass@1"], mt["episodes"]) == (
+        1.0,
+        1.0,
+        manifest["multiturn"]["episodes"],
+    )
+
+
 def test_each_validation_stage_has_its_report_beside_the_release(setup):
     config, _ = setup
     _, manifest, _, _ = _release(config)

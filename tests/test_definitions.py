@@ -33,6 +33,11 @@ def test_definitions_load_and_wire_every_stage():
         "procedure_seeds",
         "procedures_tasks",
         "procedures_validation",
+        "procedural_ile",
+        "procedures_ile_tasks",
+        "procedures_ile_validation",
+        "multiturn_tasks",
+        "multiturn_validation",
         "release_tables",
         "crosscheck_candidates",
         "crosscheck",
@@ -47,6 +52,8 @@ def test_definitions_load_and_wire_every_stage():
         "spider_plsql_tasks",
         "normalization_report",
         "procedures_validation",
+        "procedures_ile_validation",
+        "multiturn_validation",
     } <= upstream
     normalized = graph.get(dg.AssetKey(["normalized_databases_postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database

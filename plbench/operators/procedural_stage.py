@@ -21,6 +21,7 @@ from plbench.procedures.build import context
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import a1
 from plbench.procedures.seeds import ValidatedSeed, workspaces
+from plbench.procedures.strength import fails_suite
 from plbench.procedures.tasks import AdapterRejected, ScenarioTask, make_task, prompt
 from plbench.records import Rejection
 from plbench.taskrow import TaskRow
@@ -50,6 +51,7 @@ class DatabaseIle:
     rejections: list[Rejection] = field(default_factory=list)  # procedures_ile
     multiturn_rejections: list[Rejection] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
+    reference_failures: dict[str, str] = field(default_factory=dict)  # "<seed id> round <k>" -> where it fails
 
 
 def round_notes(enhanced: EnhancedSeed) -> tuple[str, ...]:
@@ -98,7 +100,7 @@ def episode(ctx_of, enhanced: EnhancedSeed) -> list[Turn]:
 
 @dataclass
 class ProceduralIle:
-    """Procedural ILE over every database that has validated seeds (the procedures_ile_tasks asset)."""
+    """Procedural ILE over every database that has validated seeds (the procedural_ile asset)."""
 
     databases: list[DatabaseIle] = field(default_factory=list)
     executed: tuple[str, ...] = ()  # dialects whose references ran
@@ -149,7 +151,6 @@ def summary(stage: ProceduralIle) -> dict:
             }
             for i, procs in sorted(per_round.items())
         },
-        "seconds": round(stage.seconds, 1),
     }
 
 
@@ -171,8 +172,17 @@ def database_ile(
                 out.rejections.append(result)
                 continue
             out.enhanced.append(result)
+            _check_references(out, env, result)
             _add_tasks(out, ctx_of, result)
     return out
+
+
+def _check_references(out: DatabaseIle, env: ProcEnv, enhanced: EnhancedSeed) -> None:
+    """Every round's reference, run again, reproduces its own call suite (the build's check)."""
+    for k, version in enumerate(enhanced.history[1:], start=1):
+        reference = version.seed.procedure.render("postgres")
+        if why := fails_suite(env.workspace, version.seed, version.suite, reference):
+            out.reference_failures[f"{version.seed.seed_id} round {k}"] = why
 
 
 def _add_tasks(out: DatabaseIle, ctx_of, enhanced: EnhancedSeed) -> None:

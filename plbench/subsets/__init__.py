@@ -25,10 +25,12 @@ def subset(name: str) -> Subset:
 
 
 def _register_builtins() -> None:
-    from plbench.subsets import mbpp, mbpp_ile, mbpp_plus, procedures, spider2, spider_plsql
+    from plbench.subsets import mbpp, mbpp_ile, mbpp_plus, procedures, procedures_ile, spider2, spider_plsql
 
     for module in (mbpp, mbpp_plus, mbpp_ile, spider_plsql, spider2, procedures):
         register(module.SUBSET)
+    for built in procedures_ile.SUBSETS:
+        register(built)
 
 
 _register_builtins()
