@@ -23,7 +23,15 @@ from plbench.normalize.emit import DecisionsFile, data_script, normalize, write_
 from plbench.normalize.load import LoadReport, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
-from plbench.normalize.typemap import SOURCE_RULES, IdentifierMap, coerce, coerce_column, refine_family, source_family
+from plbench.normalize.typemap import (
+    SOURCE_RULES,
+    IdentifierMap,
+    coerce,
+    coerce_column,
+    namespace_targets,
+    refine_family,
+    source_family,
+)
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -395,6 +403,21 @@ def test_names_colliding_after_folding_or_truncation_get_a_suffix():
     t = names.add(long)
     assert t.name != cut and len(t.name.encode()) <= 128 and t.name.endswith("_2") and not t.quoted
     assert t.why == "longer than 128 bytes; collides with another name after case folding or truncation"
+
+
+def test_a_namespace_is_mapped_as_one_identifier_map_adds_its_names_once_per_list():
+    names = ("straße", "STRASSE", "level", "a b", "Straße")
+    mapping = IdentifierMap("oracle")
+    assert namespace_targets("oracle", names) == tuple(map(mapping.add, names))
+    assert [t.sql for t in namespace_targets("oracle", names)] == [
+        "STRASSE",
+        "STRASSE_2",
+        '"LEVEL"',
+        '"A B"',
+        "STRASSE",
+    ]
+    assert namespace_targets("oracle", names) is namespace_targets("oracle", names)  # a shard's list: mapped once
+    assert namespace_targets("postgres", names)[2].sql == "level"
 
 
 def test_identifier_collisions_through_normalize_give_distinct_columns(tmp_path, pg_conn):

@@ -83,11 +83,11 @@ def _quote(text: str) -> str:
 
 
 def _float(value: float) -> str:
+    if math.isfinite(value):
+        return f"{value!r}d"
     if math.isnan(value):
         return "BINARY_DOUBLE_NAN"
-    if math.isinf(value):
-        return "BINARY_DOUBLE_INFINITY" if value > 0 else "-BINARY_DOUBLE_INFINITY"
-    return f"{value!r}d"
+    return "BINARY_DOUBLE_INFINITY" if value > 0 else "-BINARY_DOUBLE_INFINITY"
 
 
 PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]*$")  # a name Oracle takes unquoted
@@ -453,10 +453,12 @@ def _stored_value(value: Any) -> Any:
 
 def _literal_column(values: tuple) -> list[str]:
     """`_data_literal` of each value of a column; a column of integers, or of texts of one chunk (at
-    most 4,000 bytes), without a call a value."""
+    most 4,000 bytes), without a call a value, and a column of floats with one (`_float`)."""
     types = set(map(type, values)) - {type(None)}
     if types <= {int}:
         return ["NULL" if v is None else str(v) for v in values]
+    if types == {float}:
+        return ["NULL" if v is None else _float(v) for v in values]
     if types == {str} and max(len(v) for v in values if v is not None) <= LITERAL_CHUNK:
         return ["NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in values]
     return list(map(_data_literal, values))

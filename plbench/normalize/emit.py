@@ -23,7 +23,7 @@ from pathlib import Path
 from plbench.dialects import DIALECTS, Dialect
 from plbench.file_cells import FileCell
 from plbench.normalize.schema import Column, SourceDatabase, Table
-from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce_column
+from plbench.normalize.typemap import RULE_REASONS, IdentifierMap, TargetName, coerce_column, namespace_targets
 
 
 @dataclass(frozen=True)
@@ -129,10 +129,10 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
         table, values = _fold_wide_table(db, table, values, decisions)
         if target.empty_string_is_null:
             table = _empty_string_constraints(db, table, values, decisions, target)
-        column_names = IdentifierMap(dialect)
+        names = namespace_targets(dialect, tuple(col.name for col in table.columns))
         cols = [
-            NormalizedColumn(col, column_names.add(col.name), target.column_type(col.family, _max_text_bytes(v)))
-            for v, col in zip(values, table.columns)
+            NormalizedColumn(col, name, target.column_type(col.family, _max_text_bytes(v)))
+            for v, col, name in zip(values, table.columns, names)
         ]
         target_rows = _rows([target.stored_column(v) for v in values], len(source_rows))
         ntable = NormalizedTable(table, table_names.add(table.name), cols, target_rows)
@@ -311,11 +311,15 @@ def data_script(db: NormalizedDatabase) -> str:
     return "".join(target.data_script(table) for table in db.tables if table.rows)
 
 
+# One encoder for every decision: json.dumps with options builds a new one a call (Spider 2.0: ~500,000 calls).
+_DECISION_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def decisions_json(decisions: list[dict]) -> str:
     """One decision per line, keys sorted: as readable as an indented dump, and written by json's C
     encoder (an indent makes json fall back to its pure-Python one, seconds on Spider 2.0's wide
     schemas). `DecisionsFile.render` makes the release's one-line form of it."""
-    return "[\n" + ",\n".join(json.dumps(d, sort_keys=True, default=str) for d in decisions) + "\n]\n"
+    return "[\n" + ",\n".join(map(_DECISION_ENCODER.encode, decisions)) + "\n]\n"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import hashlib
 import json
 import math
@@ -319,3 +320,11 @@ class IdentifierMap:
 
     def __contains__(self, source: str) -> bool:
         return source.lower() in self._names
+
+
+@functools.lru_cache(maxsize=4096)
+def namespace_targets(dialect: str, names: tuple[str, ...]) -> tuple[TargetName, ...]:
+    """The target names of one namespace's source names, in order, as one `IdentifierMap` adds them.
+    Spider 2.0 repeats one table's columns under hundreds of shard names: each column list is mapped once."""
+    mapping = IdentifierMap(dialect)
+    return tuple(map(mapping.add, names))
