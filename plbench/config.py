@@ -11,7 +11,17 @@ from plbench.llm import LLMSettings, not_configured
 from plbench.paths import project_root
 from plbench.sandbox import SandboxLimits
 
-SUBSETS = ("mbpp", "mbpp_plus", "mbpp_ile", "spider_plsql", "spider2", "procedures", "procedures_ile", "multiturn")
+SUBSETS = (
+    "mbpp",
+    "mbpp_plus",
+    "mbpp_ile",
+    "spider_plsql",
+    "spider2",
+    "procedures",
+    "procedures_ile",
+    "multiturn",
+    "interactive",
+)
 SEEDED_SUBSETS = ("procedures", "procedures_ile", "multiturn")  # built from the procedures' seeds (Spider 1.0)
 DIALECT_NAMES = ("oracle", "postgres")
 NO_ORACLE = "PLBENCH_ORACLE_DSN is not set: no Oracle server configured"

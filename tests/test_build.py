@@ -441,6 +441,25 @@ def test_procedures_ile_and_multiturn_are_in_the_default_build(setup, pg_engine)
     )
 
 
+def test_interactive_rows_carry_ledgers_and_their_direct_twins_are_released(setup):
+    config, _ = setup
+    _, manifest, tasks, rejections = _release(config)
+    counts = manifest["subsets"]["interactive"]
+    assert counts["reconciles"] == {"oracle": True, "postgres": True}
+    rows = [t for t in tasks if t["subset"] == "interactive"]
+    released = {(t["task_id"], t["dialect"]) for t in tasks}
+    assert (counts["input"], counts["released"]) == (2, {"oracle": 2, "postgres": 2})  # the fixture's 2 seeds
+    assert manifest["interactive"]["hidden_facts_by_op"] == {"contradiction": 1, "jargon": 2, "mask": 2}
+    assert manifest["operators"]["information_omission"]["accepted"] == 2
+    assert rows and all((t["direct_task_id"], t["dialect"]) in released for t in rows)
+    assert all(json.loads(t["ledger"]) and t["proposer"] == "deterministic" for t in rows)
+    gate = manifest["trivial_candidates"]["interactive"]["groups"]["interactive/postgres"]
+    postgres = [t for t in rows if t["dialect"] == "postgres"]
+    assert gate["tasks"] == len(postgres) and all(
+        c == {"ran": len(postgres), "passed": []} for c in gate["candidates"].values()
+    )
+
+
 def test_each_validation_stage_has_its_report_beside_the_release(setup):
     config, _ = setup
     _, manifest, _, _ = _release(config)

@@ -38,6 +38,8 @@ def test_definitions_load_and_wire_every_stage():
         "procedures_ile_validation",
         "multiturn_tasks",
         "multiturn_validation",
+        "interactive_tasks",
+        "interactive_validation",
         "release_tables",
         "crosscheck_candidates",
         "crosscheck",

@@ -24,7 +24,7 @@ from plbench.normalize.emit import schema_name
 from plbench.procedures.grade import grade
 from plbench.procedures.rows import grading_task
 from plbench.procedures.workspace import DatabaseCopy, Workspace
-from plbench.taskrow import TaskRow
+from plbench.taskrow import TaskRow, as_record
 
 MAX_STEPS = 60  # resetting the scratch copy costs nothing, so the budget alone cannot end an episode
 SHOWN_RESULT_ROWS = 50
@@ -163,7 +163,7 @@ class Environment:
 
     def submit(self, args: dict, step: int) -> tuple[str, dict]:
         self.submission = str(args["code"])
-        graded = grade(self.engine, grading_task(self.row, self.db), self.submission)
+        graded = grade(self.engine, grading_task(as_record(self.row), self.db), self.submission)
         self.grade = {
             "correct": graded.passed,
             "reason": graded.detail,

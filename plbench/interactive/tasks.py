@@ -47,7 +47,11 @@ def interactive_tasks(ctx: AdapterContext, perturbed: Perturbed) -> list[Scenari
 def interactive_row(task: ScenarioTask, perturbed: Perturbed, engine_version: str | None) -> TaskRow:
     ledger = json.dumps([e.to_json() for e in perturbed.ledger], ensure_ascii=False)
     return task_row(task, engine_version).with_(
-        subset=SUBSET, ledger=ledger, direct_task_id=direct_task_id(task.seed_id), proposer=perturbed.proposer
+        subset=SUBSET,
+        source_id=task.seed_id,  # one input per seed, as the subset's rejections name it
+        ledger=ledger,
+        direct_task_id=direct_task_id(task.seed_id),
+        proposer=perturbed.proposer,
     )
 
 

@@ -25,9 +25,18 @@ def subset(name: str) -> Subset:
 
 
 def _register_builtins() -> None:
-    from plbench.subsets import mbpp, mbpp_ile, mbpp_plus, procedures, procedures_ile, spider2, spider_plsql
+    from plbench.subsets import (
+        interactive,
+        mbpp,
+        mbpp_ile,
+        mbpp_plus,
+        procedures,
+        procedures_ile,
+        spider2,
+        spider_plsql,
+    )
 
-    for module in (mbpp, mbpp_plus, mbpp_ile, spider_plsql, spider2, procedures):
+    for module in (mbpp, mbpp_plus, mbpp_ile, spider_plsql, spider2, procedures, interactive):
         register(module.SUBSET)
     for built in procedures_ile.SUBSETS:
         register(built)
