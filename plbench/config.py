@@ -107,6 +107,8 @@ class BuildConfig:
     procedure_databases: int = PROCEDURE_DATABASES
     # Databases the procedures stages build side by side (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine,
     # plbench.procedures.parallel). The output is the same for any number, so it is no part of the fingerprint.
+    # bench/procedures_sample.py --every 20 (9 databases, 120 seeds) on these 2 cores, load 2.6-4.8 from other
+    # work: 1 worker 50.4 and 56.6 s, 2 workers 39.8 and 29.6 s, 3 workers 28.1 s; 2, as 3 gained no more.
     procedure_workers: int = PROCEDURE_WORKERS
     # ILE on the procedures' seeds (subsets procedures_ile, multiturn): rounds per seed at most
     # (PLBENCH_PROCEDURE_ILE_ROUNDS); an episode has 3 to 5 turns, so 2 to 4 rounds make one. Same proposer as MBPP's.
