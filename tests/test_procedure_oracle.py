@@ -15,8 +15,8 @@ from plbench.dialects.oracle_grammar import unavailable_reason
 from plbench.dialects.oracle_syntax import oracle_syntax_gate
 from plbench.procedures.build import database_procedures
 from plbench.procedures.dialect_text import PROCEDURE_TEXT
-from plbench.procedures.model import CountInto, RowLoop, Sql, walk
-from plbench.procedures.mutants import mutants_of
+from plbench.procedures.model import CountInto, Procedure, RowLoop, Sql, walk
+from plbench.procedures.mutants import mutants_of, wrong_target_column
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios.b2 import row_by_row
 from tests.procedure_fixtures import RESERVED_GOLD, RESERVED_SCHEMA, load_fixture, subset_part
@@ -202,3 +202,18 @@ def test_a_row_the_grammar_gate_rejects_leaves_its_scenarios_released_count(part
     counts = manifest["subsets"]["procedures"]
     assert counts["reconciles"] == {"oracle": True, "postgres": True}
     assert counts["released"]["oracle"] == sum(s["released"] for k, s in scenarios.items() if k.endswith("/oracle"))
+
+
+@pytest.mark.parametrize(
+    "table, columns, update",
+    [
+        ("event", ['"user"', "comment"], "UPDATE event SET \"user\" = 'selected' WHERE level > 1;"),
+        ('"order"', ["note"], "UPDATE \"order\" SET note = 'selected' WHERE level > 1;"),
+    ],
+)
+def test_a_mutant_writing_another_column_names_it_as_the_workspace_does(table, columns, update):
+    """The workspace names columns and tables as PostgreSQL text (`"user"`: reserved there), read back as names."""
+    tree = sqlglot.parse_one(f"UPDATE {table} SET review_status = 'selected' WHERE level > 1", read="postgres")
+    proc = Procedure("sp_flag", (), (Sql("update", {"postgres": tree}),))
+    (mutant,) = wrong_target_column(proc, {"text_columns": {table: columns}})
+    assert mutant.procedure.render("postgres").splitlines()[4] == "  " + update

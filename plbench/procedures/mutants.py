@@ -13,7 +13,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from plbench.procedures.dialect_text import PROCEDURE_TEXT
 from plbench.procedures.model import CountInto, IfElse, Procedure, Sql, rebuild, walk
+
+# the workspace's names (context["text_columns"]: plbench.procedures.workspace.DatabaseCopy) are PostgreSQL SQL text
+WORKSPACE_SQL = PROCEDURE_TEXT["postgres"].sqlglot
 
 _FLIP = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE}
 _BOUNDARY = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT}
@@ -149,11 +153,14 @@ def wrong_target_column(proc: Procedure, context) -> list[Mutant]:
     mutants = _edit_nodes(proc, insert_targets, swap, "target columns swapped", "wrong_target_column")
     other = {t: cols for t, cols in (context or {}).get("text_columns", {}).items() if cols}
 
+    def updated(tree) -> str:  # the table as the workspace names its tables: PostgreSQL text, quoted where it must be
+        return tree.this.this.sql(dialect=WORKSPACE_SQL)
+
     def update_targets(tree):
-        return [tree.expressions[0].this] if isinstance(tree, exp.Update) and tree.this.name in other else []
+        return [tree.expressions[0].this] if isinstance(tree, exp.Update) and updated(tree) in other else []
 
     def retarget(column):
-        return exp.column(other[column.find_ancestor(exp.Update).this.name][0])
+        return exp.column(exp.parse_identifier(other[updated(column.find_ancestor(exp.Update))][0], WORKSPACE_SQL))
 
     if other:
         mutants += _edit_nodes(
