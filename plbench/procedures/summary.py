@@ -17,6 +17,7 @@ from collections import Counter
 from plbench.procedures.build import DatabaseProcedures
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.scenarios.c2 import TARGET
+from plbench.taskrow import by_dialect
 
 MIN_KILL_RATE = 0.95
 DIALECTS_OF = {"c2": (TARGET,)}  # scenarios released in one dialect only
@@ -59,12 +60,9 @@ def scenario_counts(validated: int, tasks: list, rejections: list, dialects: tup
     out = {}
     for scenario in ADAPTERS:
         for target in DIALECTS_OF.get(scenario, dialects):
-            mine = [t for t in tasks if (t.scenario, t.dialect) == (scenario, target)]
-            refused = Counter(
-                r.reason_code
-                for r in rejections
-                if r.source_id.split("/", 1)[0] == scenario and r.dialect in (None, target)
-            )
+            mine = by_dialect(t for t in tasks if t.scenario == scenario)[target]
+            refused = by_dialect(r for r in rejections if r.source_id.split("/", 1)[0] == scenario)
+            refused = Counter(r.reason_code for r in refused[None] + refused[target])
             total, killed = sum(t.mutants_total for t in mine), sum(t.mutants_killed for t in mine)
             out[f"{scenario}/{target}"] = {
                 "input": validated,
