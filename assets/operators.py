@@ -126,6 +126,7 @@ def procedural_ile(
             chosen,
             build.procedure_ile_rounds,
             judge,
+            build.procedure_workers,
         )
     section = summary(out)
     context.add_output_metadata(

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,7 @@ class LLMClient:
         self.calls = 0  # requests actually sent to the endpoint
         self.cache_hits = 0
         self._client = None  # created on the first uncached request only
+        self._lock = threading.Lock()  # stages that build databases side by side share one client
 
     def request(self, messages: list[dict]) -> dict:
         """The request body whose hash keys the cache."""
@@ -103,23 +105,28 @@ class LLMClient:
         request = self.request(messages)
         path = self.cache_path(request)
         if path.exists():
-            self.cache_hits += 1
+            with self._lock:
+                self.cache_hits += 1
             return json.loads(path.read_text(encoding="utf-8"))["content"]
         response = self._openai().chat.completions.create(**request)
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
         content = response.choices[0].message.content or ""
         record = {"request": request, "content": content, "response": response.model_dump(mode="json")}
         _write_atomically(path, json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1))
         return content
 
     def _openai(self):
-        if self._client is None:
-            import openai
+        with self._lock:
+            return self._client or self._connect()
 
-            self._client = openai.OpenAI(
-                base_url=self.settings.base_url,
-                api_key=self.settings.api_key,
-                timeout=self.settings.timeout_s,
-                max_retries=2,
-            )
+    def _connect(self):
+        import openai
+
+        self._client = openai.OpenAI(
+            base_url=self.settings.base_url,
+            api_key=self.settings.api_key,
+            timeout=self.settings.timeout_s,
+            max_retries=2,
+        )
         return self._client

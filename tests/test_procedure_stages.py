@@ -77,3 +77,36 @@ def test_the_number_of_workers_is_read_from_the_environment_and_is_no_part_of_th
     monkeypatch.setenv("PLBENCH_PROCEDURE_WORKERS", "3")
     assert BuildConfig.from_env().procedure_workers == 3
     assert BuildConfig(procedure_workers=1).fingerprint() == BuildConfig(procedure_workers=2).fingerprint()
+
+
+def test_one_and_two_workers_enhance_the_seeds_into_byte_identical_ile_tasks_and_episodes(pg_engine, spider, tmp_path):
+    from plbench.operators.procedural_ile import ProcedureRuleProposer
+    from plbench.operators.procedural_stage import build_ile, ile_rows, multiturn_rows
+
+    inputs, reports = spider
+    config = BuildConfig(cache_dir=tmp_path, procedure_databases=0, procedure_workers=1)
+    seeds = stages.build_seeds(config, inputs, reports, pg_engine)
+    outputs = {}
+    for workers in (1, 2):
+        built = build_ile(
+            seeds.databases,
+            lambda name: stages.databases_of(config, inputs, name),
+            pg_engine,
+            ProcedureRuleProposer(),
+            2,
+            workers=workers,
+        )
+        outputs[workers] = json.dumps(
+            {
+                "databases": [db.database for db in built.databases],
+                "ile": [as_record(r) for r in ile_rows(built.databases, "PostgreSQL 16")],
+                "multiturn": [as_record(r) for r in multiturn_rows(built.databases, "PostgreSQL 16")],
+                "rejections": [dataclasses.asdict(r) for db in built.databases for r in db.rejections],
+                "ledger": built.ledger.summary(),
+            },
+            sort_keys=True,
+            default=str,
+        )
+    assert outputs[1] == outputs[2]
+    assert json.loads(outputs[2])["databases"] == ["wone", "wtwo"]
+    assert json.loads(outputs[2])["ile"], "the fixture's seeds give enhanced tasks"

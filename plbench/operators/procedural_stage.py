@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from plbench.operators.framework import Ledger
 from plbench.operators.procedural_ile import SUBSET, EnhancedSeed, ProcEnv, enhance
 from plbench.procedures.build import context
+from plbench.procedures.parallel import each_database
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import a1
 from plbench.procedures.seeds import ValidatedSeed, workspaces
@@ -116,15 +117,20 @@ class ProceduralIle:
         return out
 
 
-def build_ile(seeds: dict, databases_of: Callable, engine, proposer, rounds: int, judge=None) -> ProceduralIle:
+def build_ile(
+    seeds: dict, databases_of: Callable, engine, proposer, rounds: int, judge=None, workers: int = 1
+) -> ProceduralIle:
     """ILE on the validated seeds of every database (`seeds`: name -> DatabaseSeeds; `databases_of(name)`:
-    its NormalizedDatabases in PostgreSQL and Oracle), in PostgreSQL."""
+    its NormalizedDatabases in PostgreSQL and Oracle), in PostgreSQL, `workers` databases side by side (the
+    proposers and the judge keep no state between proposals, so the output is the same for any number)."""
     start = time.perf_counter()
     out = ProceduralIle(executed=(engine.dialect,), engine_version=engine.version(), rounds=rounds)
-    for name, database in seeds.items():
-        if database.seeds:
-            pg_db, oracle_db = databases_of(name)
-            out.databases.append(database_ile(engine, pg_db, oracle_db, database.seeds, proposer, rounds, judge))
+
+    def enhanced(name: str) -> DatabaseIle:
+        pg_db, oracle_db = databases_of(name)
+        return database_ile(engine, pg_db, oracle_db, seeds[name].seeds, proposer, rounds, judge)
+
+    out.databases = each_database(enhanced, [name for name, db in seeds.items() if db.seeds], workers)
     out.seconds = time.perf_counter() - start
     return out
 
