@@ -79,6 +79,11 @@ def trivial_candidates(seed: Seed, suite: CallSuite) -> dict[str, Procedure]:
     }
 
 
+def trivial_texts(candidates: dict[str, Procedure], dialect: str) -> list[tuple[str, str]]:
+    """(name, text in `dialect`) of each trivial candidate, as the release gate runs them."""
+    return [(name, proc.render(dialect)) for name, proc in candidates.items()]
+
+
 def text_columns(workspace: Workspace, seed: Seed) -> dict[str, list[str]]:
     """Text columns of the tables the seed writes (targets for the wrong-column mutant)."""
     return {t: list(workspace.db.text_columns[t]) for t in seed.writes if t in workspace.db.text_columns}

@@ -59,10 +59,11 @@ def scenario_counts(validated: int, tasks: list, rejections: list, dialects: tup
     without a dialect counts in each); `trivial`: source ids a trivial candidate passed."""
     out = {}
     for scenario in ADAPTERS:
+        made = by_dialect(t for t in tasks if t.scenario == scenario)
+        inputs_refused = by_dialect(r for r in rejections if r.source_id.split("/", 1)[0] == scenario)
         for target in DIALECTS_OF.get(scenario, dialects):
-            mine = by_dialect(t for t in tasks if t.scenario == scenario)[target]
-            refused = by_dialect(r for r in rejections if r.source_id.split("/", 1)[0] == scenario)
-            refused = Counter(r.reason_code for r in refused[None] + refused[target])
+            mine = made[target]
+            refused = Counter(r.reason_code for r in inputs_refused[None] + inputs_refused[target])
             total, killed = sum(t.mutants_total for t in mine), sum(t.mutants_killed for t in mine)
             out[f"{scenario}/{target}"] = {
                 "input": validated,

@@ -27,7 +27,7 @@ from plbench.operators.perturbations import STAGE
 from plbench.operators.perturbations import SUBSET as NAME
 from plbench.procedures.scenarios import a1
 from plbench.procedures.stages import ProcedureTasks, databases_of
-from plbench.procedures.strength import trivial_candidates
+from plbench.procedures.strength import trivial_candidates, trivial_texts
 from plbench.records import Rejection
 from plbench.subsets.base import Staged, StagedSubset, Stages, SubsetRelease
 from plbench.subsets.procedures import not_run_reason
@@ -100,7 +100,7 @@ def validate(config, built: tuple, engines: dict) -> Staged:
             }
     of_seed = {v.seed.seed_id: trivial_candidates(v.seed, v.suite) for v in sources.seeds()}
     trivial = {
-        r.key: [(name, proc.render(r.dialect)) for name, proc in of_seed[r.source_id].items()]
+        r.key: trivial_texts(of_seed[r.source_id], r.dialect)
         for r in out.rows
         if r.replay_status == "passed"  # the dialects whose references ran
     }

@@ -30,7 +30,7 @@ from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.scenarios.b2 import timing_summary
 from plbench.procedures.seeds import SUBSET as NAME
 from plbench.procedures.stages import ProcedureSeeds, ProcedureTasks, build_tasks
-from plbench.procedures.strength import trivial_candidates
+from plbench.procedures.strength import trivial_candidates, trivial_texts
 from plbench.procedures.summary import DIALECTS_OF, recount, summarize
 from plbench.procedures.tasks import runs_here
 from plbench.records import Rejection
@@ -156,7 +156,7 @@ def _trivial(stage: ProcedureTasks) -> dict[tuple[str, str], list[tuple[str, str
     reference ran (where the gate runs them)."""
     of_seed = {v.seed.seed_id: trivial_candidates(v.seed, v.suite) for db in stage.databases for v in db.seeds.seeds}
     return {
-        (t.task_id, t.dialect): [(name, proc.render(t.dialect)) for name, proc in of_seed[t.seed_id].items()]
+        (t.task_id, t.dialect): trivial_texts(of_seed[t.seed_id], t.dialect)
         for db in stage.databases
         for t in db.tasks
         if runs_here(t)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from plbench.config import DIALECT_NAMES
 from plbench.operators.procedural_ile import SUBSET as ILE
 from plbench.operators.procedural_stage import MULTITURN, ProceduralIle, ile_rows, multiturn_rows, summary
-from plbench.procedures.strength import trivial_candidates
+from plbench.procedures.strength import trivial_candidates, trivial_texts
 from plbench.records import Rejection
 from plbench.spider.stages import SpiderInputs
 from plbench.subsets.base import Staged, StagedSubset, Stages, SubsetRelease
@@ -133,7 +133,7 @@ def _trivial(versions: dict[str, object], rows) -> dict[tuple[str, str], list[tu
     for row in rows:
         if row.replay_status == "passed":
             v = versions[row.task_id]
-            out[row.key] = [(n, p.render(row.dialect)) for n, p in trivial_candidates(v.seed, v.suite).items()]
+            out[row.key] = trivial_texts(trivial_candidates(v.seed, v.suite), row.dialect)
     return out
 
 
