@@ -11,7 +11,7 @@ from plbench.dialects.static_checks import check_block_structure
 from plbench.procedures.build import context
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
-from plbench.procedures.mutants import OPERATORS, mutants_of
+from plbench.procedures.mutants import OPERATORS, drop_dml, mutants_of
 from plbench.procedures.parallel import each_database
 from plbench.procedures.seeds import not_seedable
 from plbench.procedures.strength import fails_suite, measure, text_columns, trivial_candidates
@@ -384,3 +384,14 @@ def test_databases_run_side_by_side_and_keep_their_order():
     assert each_database(lambda i: threading.current_thread(), [0, 1], workers=1) == [threading.current_thread()] * 2
     with pytest.raises(ZeroDivisionError):
         each_database(lambda i: 1 // i, [1, 0, 2], workers=2)
+
+
+def test_a_mutant_that_drops_a_body_s_only_statement_renders_a_null_statement_in_both_dialects(seeds):
+    """PL/SQL has no empty block, so the emptied body is `NULL;` (a no-op PL/pgSQL accepts too)."""
+    (mutant,) = drop_dml(seeds["procfix/train/1/status_update"].seed.procedure, {})
+    assert mutant.procedure.body == ()
+    assert mutant.procedure.render("oracle") == (
+        "CREATE OR REPLACE PROCEDURE sp_flag_customer(para_score IN CUSTOMER.SCORE%TYPE)\nIS\nBEGIN\n"
+        "  NULL;\nEND sp_flag_customer;"
+    )
+    assert "\nBEGIN\n  NULL;\nEND;\n" in mutant.procedure.render("postgres")

@@ -88,11 +88,11 @@ class IfElse:
         return PROCEDURE_TEXT[dialect].if_else.format(
             condition=self.condition,
             then=_indent(render_body(self.then, dialect)),
-            orelse=_indent(render_body(self.orelse, dialect) or EMPTY_BRANCH),
+            orelse=_indent(render_body(self.orelse, dialect)),
         )
 
 
-EMPTY_BRANCH = "NULL;"  # a branch that does nothing: PL/SQL needs a statement there, PL/pgSQL accepts it
+EMPTY_BODY = "NULL;"  # a body or branch that does nothing: PL/SQL needs a statement there, PL/pgSQL accepts it
 
 
 def _indent(text: str) -> str:
@@ -100,7 +100,8 @@ def _indent(text: str) -> str:
 
 
 def render_body(statements: tuple, dialect: str) -> str:
-    return "\n".join(s.render(dialect) for s in statements)
+    """The statements, one a line; a mutant that dropped a body's or branch's only statement gets EMPTY_BODY."""
+    return "\n".join(s.render(dialect) for s in statements) or EMPTY_BODY
 
 
 def walk(statements: tuple):
