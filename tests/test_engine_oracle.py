@@ -115,6 +115,17 @@ def test_created_unit():
 def test_strip_terminator():
     assert strip_terminator("BEGIN NULL; END;\n/\n") == "BEGIN NULL; END;"
     assert strip_terminator("SELECT 4 / 2 FROM dual") == "SELECT 4 / 2 FROM dual"
+    # the normalized scripts end SQL statements with ";", which the server refuses (ORA-00933/ORA-00911)
+    assert strip_terminator("CREATE TABLE T (\n  ID NUMBER(19)\n);") == "CREATE TABLE T (\n  ID NUMBER(19)\n)"
+    assert strip_terminator("INSERT ALL\n  INTO T (ID) VALUES (1)\nSELECT 1 FROM DUAL;") == (
+        "INSERT ALL\n  INTO T (ID) VALUES (1)\nSELECT 1 FROM DUAL"
+    )
+    assert strip_terminator("INSERT INTO T (S) VALUES ('a;')") == "INSERT INTO T (S) VALUES ('a;')"
+    # PL/SQL keeps the ";" that ends its last END
+    assert strip_terminator("begin sp_x(1); end;") == "begin sp_x(1); end;"
+    assert strip_terminator("DECLARE n NUMBER; BEGIN NULL; END;") == "DECLARE n NUMBER; BEGIN NULL; END;"
+    unit = "CREATE OR REPLACE PROCEDURE sp_x(para_n IN NUMBER)\nIS\nBEGIN\n  NULL;\nEND sp_x;"
+    assert strip_terminator(unit) == unit
 
 
 # --- against a real Oracle server -------------------------------------------------------

@@ -108,9 +108,17 @@ def created_unit(statement: str) -> tuple[str, str] | None:
     return " ".join(match["kind"].upper().split()), name
 
 
+_PLSQL_BLOCK = re.compile(r"^\s*(?:BEGIN|DECLARE)\b", re.IGNORECASE)
+
+
 def strip_terminator(statement: str) -> str:
-    # SQL*Plus ends PL/SQL units with a lone "/" line, which the server does not accept.
-    return re.sub(r"(?:^|\n)\s*/\s*$", "", statement.strip())
+    """The statement as the server takes it: SQL*Plus ends PL/SQL units with a lone "/" line, which the
+    server does not accept, and a SQL statement's closing ";" (the normalized DDL and data scripts end
+    every statement so) fails it; a PL/SQL block or unit keeps its ";", which ends its last END."""
+    text = re.sub(r"(?:^|\n)\s*/\s*$", "", statement.strip())
+    if text.endswith(";") and not _PLSQL_BLOCK.match(text) and created_unit(text) is None:
+        return text[:-1].rstrip()
+    return text
 
 
 def _connect_bounded(target: OracleDsn, timeout_s: float) -> oracledb.Connection:

@@ -127,14 +127,20 @@ def verify_postgres(conn: psycopg.Connection, db: NormalizedDatabase) -> dict[st
     return out
 
 
+def oracle_load_statements(db: NormalizedDatabase) -> list[str]:
+    """The statements that make an Oracle database: its tables, their rows (INSERT ALL batches), then the
+    constraints (ENABLE NOVALIDATE foreign keys: Spider data has dangling references)."""
+    inserts = [s for table in db.tables for s in DIALECTS["oracle"].insert_statements(table)]
+    return db.create_statements + inserts + db.constraint_statements
+
+
 def load_oracle(session, db: NormalizedDatabase) -> LoadReport:
     """Create, fill (INSERT ALL batches) and constrain the database's tables in an Oracle session (which
     drops them when it ends), then compare row counts. Checksums are compared on PostgreSQL only: Oracle
     hands values back in its own types (DATE with a time, '' as NULL), so the rows would need their own
     canonical form."""
     start = time.perf_counter()
-    inserts = [s for table in db.tables for s in DIALECTS["oracle"].insert_statements(table)]
-    for statement in db.create_statements + inserts + db.constraint_statements:
+    for statement in oracle_load_statements(db):
         result = session.execute(statement)
         if not result.ok:
             error = f"{result.error.code}: {result.error.message}" if result.error else "statement timeout"

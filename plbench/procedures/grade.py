@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from plbench.diagnostics import WRONG_LOGIC, category_of
-from plbench.procedures.workspace import TAMPERED, CallResult, DatabaseCopy, Workspace
+from plbench.procedures.workspace import TAMPERED, CallResult, DatabaseCopy, Trace, Workspace
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,11 @@ class ProcedureTask:
     """What grading needs of a task (the release row's columns, decoded)."""
 
     task_id: str
-    db: DatabaseCopy
+    db: DatabaseCopy  # or an OracleCopy: graded on Oracle (plbench.procedures.scenarios.grade_submission)
     setup: tuple[str, ...]
     reference: str
     calls: tuple[str, ...]
-    expected: tuple[tuple, ...]  # CallResult.observed() of the reference, per call
+    expected: tuple[tuple, ...]  # CallResult.observed() of the reference, per call (Oracle: its own run)
     extra_tables: tuple[str, ...] = ()
 
 
@@ -64,7 +64,7 @@ def row_difference(expected: list[tuple[str, str]], got: list[tuple[str, str]]) 
     return ", ".join(parts) or "same rows, different content hash"
 
 
-def _first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, str | None]:
+def first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, str | None]:
     """(what differs, the table whose state differs or None) for call `index` (1-based)."""
     error, lines, state = expected
     if got.error != error:
@@ -99,19 +99,15 @@ def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, referenc
     first: dict = {}
 
     def inspect(index: int, result: CallResult) -> bool:
-        what, table = _first_mismatch(index + 1, task.expected[index], result)
+        what, table = first_mismatch(index + 1, task.expected[index], result)
         if what and not first:
             first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
         return True
 
     trace = workspace.run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
     if trace.install_error:
-        code = trace.install_error.split(":", 1)[0]
-        return Grade(False, ["fail"] * len(task.calls), f"does not install: {trace.install_error}", category_of(code))
-    verdicts = [
-        "pass" if i < len(trace.calls) and trace.calls[i].observed() == task.expected[i] else "fail"
-        for i in range(len(task.calls))
-    ]
+        return not_installed(trace, len(task.calls))
+    verdicts = call_verdicts(task.expected, trace)
     if not first:
         return Grade(True, verdicts)
     detail = first["what"]
@@ -119,6 +115,20 @@ def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, referenc
         other = reference_workspace() if reference_workspace else workspace
         detail += ", " + row_difference(_reference_rows(other, task, first["index"], first["table"]), first["rows"])
     return Grade(False, verdicts, detail, WRONG_LOGIC)
+
+
+def not_installed(trace: Trace, calls: int) -> Grade:
+    """Every call fails; the category comes from the engine's code of why the candidate did not install."""
+    code = trace.install_error.split(":", 1)[0]
+    return Grade(False, ["fail"] * calls, f"does not install: {trace.install_error}", category_of(code))
+
+
+def call_verdicts(expected: tuple[tuple, ...], trace: Trace) -> list[str]:
+    """Per call, "pass" when its observation equals the expected one, else "fail" (also for calls not made)."""
+    return [
+        "pass" if i < len(trace.calls) and trace.calls[i].observed() == want else "fail"
+        for i, want in enumerate(expected)
+    ]
 
 
 def _reference_rows(workspace: Workspace, task: ProcedureTask, index: int, table: str) -> list[tuple[str, str]]:

@@ -164,7 +164,7 @@ class Workspace:
         state = {}
         if state_query:
             state = {**(unchanged or {}), **(_state(read) if read is not None else self._own_state(state_query))}
-        return CallResult(call, _code(done), done.error.message if done.error else "", tuple(done.lines), state)
+        return CallResult(call, code_of(done), done.error.message if done.error else "", tuple(done.lines), state)
 
     def _own_state(self, state_query: str) -> dict[str, tuple[int, str]]:
         done, read = self.session.execute_own(state_query)
@@ -186,7 +186,7 @@ class Workspace:
         for statement in statements:
             done = self.session.execute(statement)
             if not done.ok:
-                return _why(done)
+                return why_failed(done)
         return None
 
     def _drop_setup(self) -> None:
@@ -260,7 +260,7 @@ class Workspace:
         done = self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}; {procedure}", before=undo)
         self._run_left = done.ok
         if not done.ok:
-            trace.install_error = _why(done)
+            trace.install_error = why_failed(done)
             return trace
         self._running = True
         try:
@@ -308,11 +308,11 @@ def _state(result) -> dict[str, tuple[int, str]]:
     return state
 
 
-def _why(result) -> str:
-    return f"{_code(result)}: {result.error.message if result.error else 'timeout'}"
+def why_failed(result) -> str:
+    return f"{code_of(result)}: {result.error.message if result.error else 'timeout'}"
 
 
-def _code(result) -> str | None:
+def code_of(result) -> str | None:
     if result.timed_out:
         return "timeout"
     return result.error.code if result.error else None

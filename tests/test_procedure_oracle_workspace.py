@@ -1,0 +1,227 @@
+"""Procedural tasks on Oracle: the workspace's statements and the grader's comparison, checked here without a
+server (exact texts, parsed by sqlglot's Oracle dialect); their execution against PLBENCH_ORACLE_DSN, the
+same cases as PostgreSQL's grading tests, skipped without one. No test here executes Oracle without a server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+
+import pytest
+import sqlglot
+
+from plbench.normalize.emit import normalize
+from plbench.normalize.sqlite_source import read_sqlite
+from plbench.procedures.grade import ProcedureTask
+from plbench.procedures.oracle_grade import compared, grade_oracle
+from plbench.procedures.oracle_workspace import (
+    TABLES_QUERY,
+    OracleCopy,
+    OracleTrace,
+    keyed_rows,
+    table_query,
+    table_state,
+)
+from plbench.procedures.workspace import TAMPERED, CallResult
+from tests.procedure_fixtures import RESERVED_SCHEMA, SCHEMA
+
+ORACLE_DSN = os.environ.get("PLBENCH_ORACLE_DSN")
+needs_oracle = pytest.mark.skipif(not ORACLE_DSN, reason="PLBENCH_ORACLE_DSN is not set")
+
+
+def _oracle_db(tmp_path, name: str, schema: str):
+    """The database normalized for Oracle as the build emits it (no server needed)."""
+    path = tmp_path / f"{name}.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(schema)
+    conn.close()
+    return normalize(read_sqlite(path, "spider1", name, f"{name}.sqlite"), "oracle")
+
+
+def test_the_copy_is_the_normalized_ddl_its_rows_and_constraints_in_that_order(tmp_path):
+    copy = OracleCopy.of(_oracle_db(tmp_path, "procfix", SCHEMA))
+    assert copy.key == "spider1/procfix"
+    assert copy.keys == {"ARCHIVE": ("ID",), "CUSTOMER": ("ID",), "ORDERS": ("ORDER_ID",)}
+    assert copy.statements == (
+        "CREATE TABLE ARCHIVE (\n  ID NUMBER(19),\n  NOTE VARCHAR2(4000 BYTE),\n  PRIMARY KEY (ID)\n);",
+        "CREATE TABLE CUSTOMER (\n  ID NUMBER(19),\n  NAME VARCHAR2(4000 BYTE) NOT NULL,\n  CITY VARCHAR2(4000 BYTE),\n"
+        "  SCORE NUMBER(19),\n  JOINED DATE,\n  PRIMARY KEY (ID)\n);",
+        "CREATE TABLE ORDERS (\n  ORDER_ID NUMBER(19),\n  CUSTOMER_ID NUMBER(19),\n  AMOUNT BINARY_DOUBLE,\n"
+        "  STATUS VARCHAR2(4000 BYTE),\n  PRIMARY KEY (ORDER_ID)\n);",
+        "INSERT ALL\n"
+        "  INTO CUSTOMER (ID, NAME, CITY, SCORE, JOINED) VALUES (1, 'Ann', 'Paris', 70, DATE '2020-01-05')\n"
+        "  INTO CUSTOMER (ID, NAME, CITY, SCORE, JOINED) VALUES (2, 'Bob', NULL, 50, DATE '2021-03-01')\n"
+        "  INTO CUSTOMER (ID, NAME, CITY, SCORE, JOINED) VALUES (3, 'Cy', 'Oslo', 50, DATE '2019-12-31')\n"
+        "  INTO CUSTOMER (ID, NAME, CITY, SCORE, JOINED) VALUES (4, 'Dee', 'Paris', 90, NULL)\n"
+        "  INTO CUSTOMER (ID, NAME, CITY, SCORE, JOINED) VALUES (5, 'Eve', 'Rome', 20, DATE '2022-07-07')\n"
+        "SELECT 1 FROM DUAL;",
+        "INSERT ALL\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (10, 1, 12.5d, 'open')\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (11, 1, 7.0d, 'closed')\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (12, 2, 100.25d, 'open')\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (13, 4, 10.0d, 'open')\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (14, 5, 3.0d, NULL)\n"
+        "  INTO ORDERS (ORDER_ID, CUSTOMER_ID, AMOUNT, STATUS) VALUES (15, 3, 55.0d, 'closed')\n"
+        "SELECT 1 FROM DUAL;",
+        "ALTER TABLE ORDERS ADD CONSTRAINT FK_ORDERS_1 FOREIGN KEY (CUSTOMER_ID) REFERENCES CUSTOMER (ID) "
+        "ENABLE NOVALIDATE;",
+    )
+    for statement in copy.statements[:5]:  # sqlglot reads ENABLE NOVALIDATE as an opaque command
+        assert sqlglot.parse_one(statement, read="oracle") is not None
+
+
+def test_reserved_column_names_are_copied_and_keyed_as_the_ddl_declares_them(tmp_path):
+    copy = OracleCopy.of(_oracle_db(tmp_path, "resw", RESERVED_SCHEMA))
+    assert copy.keys == {"EVENT": ("ID",)}
+    assert copy.statements[0] == (
+        'CREATE TABLE EVENT (\n  ID NUMBER(19),\n  "DATE" VARCHAR2(4000 BYTE),\n  "LEVEL" NUMBER(19),\n'
+        '  "COMMENT" VARCHAR2(4000 BYTE),\n  "USER" VARCHAR2(4000 BYTE),\n  PRIMARY KEY (ID)\n);'
+    )
+    assert copy.statements[1].splitlines()[:2] == [
+        "INSERT ALL",
+        '  INTO EVENT (ID, "DATE", "LEVEL", "COMMENT", "USER") VALUES (1, \'2020-01-01\', 1, \'a\', \'ann\')',
+    ]
+    for statement in copy.statements:
+        assert sqlglot.parse_one(statement, read="oracle") is not None
+
+
+@pytest.mark.parametrize(
+    "stored, text",
+    [
+        ("EVENT", "SELECT * FROM EVENT"),
+        ("EVENT_REPORT", "SELECT * FROM EVENT_REPORT"),  # a result table the setup created unquoted
+        ("ORDER", 'SELECT * FROM "ORDER"'),  # reserved: the DDL declares it quoted
+        ("LEVEL", 'SELECT * FROM "LEVEL"'),
+        ("my table", 'SELECT * FROM "my table"'),
+    ],
+)
+def test_a_tables_state_is_read_by_one_fixed_query_naming_it_as_the_ddl_does(stored, text):
+    assert table_query(stored) == text
+    assert sqlglot.parse_one(text, read="oracle").sql(dialect="oracle") == text
+
+
+def test_the_catalog_query_parses():
+    assert sqlglot.parse_one(TABLES_QUERY, read="oracle").sql(dialect="oracle") == TABLES_QUERY
+
+
+def test_a_tables_state_is_its_row_count_and_the_hash_of_its_sorted_rows():
+    rows = [(2, None, "b"), (1, 12.5, "a")]
+    expected = hashlib.sha256(b"(1, 12.5, 'a')\n(2, None, 'b')").hexdigest()
+    assert table_state(rows) == (2, expected)
+    assert table_state(list(reversed(rows))) == (2, expected)  # the physical order does not count
+    assert table_state([(1, 12.5, "a"), (2, None, "c")])[1] != expected
+    assert table_state([]) == (0, hashlib.sha256(b"").hexdigest())
+
+
+def test_rows_are_keyed_by_the_primary_key_else_by_the_whole_row():
+    columns, rows = ["ID", "NAME", "LEVEL"], [(1, "Ann", 3), (2, None, 1)]
+    assert keyed_rows(columns, rows, ("ID",)) == [("(1,)", "(1, 'Ann', 3)"), ("(2,)", "(2, None, 1)")]
+    assert keyed_rows(columns, rows, ()) == [("(1, 'Ann', 3)", "(1, 'Ann', 3)"), ("(2, None, 1)", "(2, None, 1)")]
+
+
+# ---- the grader's comparison of two recorded runs (no execution: the runs are written out) --------------
+
+
+def _trace(per_call: list[tuple[str | None, dict[str, list[tuple]]]]) -> OracleTrace:
+    """A run as OracleWorkspace.run records it: per call its error and every table's rows (ID first)."""
+    trace = OracleTrace()
+    for index, (error, tables) in enumerate(per_call, start=1):
+        state = {t: table_state(rows) for t, rows in tables.items()}
+        trace.calls.append(CallResult(f"BEGIN sp_x({index}); END;", error, "", (), state))
+        trace.rows.append({t: keyed_rows(["ID", "NAME"], rows, ("ID",)) for t, rows in tables.items()})
+    return trace
+
+
+SINGER = [(1, "Ann"), (2, "Bob")]
+
+
+def test_a_candidate_equal_to_the_reference_passes_every_call():
+    reference = _trace([(None, {"SINGER": SINGER})] * 3)
+    graded = compared(reference, _trace([(None, {"SINGER": list(reversed(SINGER))})] * 3))
+    assert (graded.passed, graded.call_verdicts, graded.detail, graded.category) == (True, ["pass"] * 3, "", None)
+
+
+def test_the_first_diverging_call_and_table_are_named_with_the_row_difference():
+    reference = _trace([(None, {"SINGER": SINGER, "SONG": []})] * 3)
+    changed = [(1, "Ann"), (2, "Bo")]
+    candidate = _trace(
+        [
+            (None, {"SINGER": SINGER, "SONG": []}),
+            (None, {"SINGER": changed, "SONG": [(9, "x")]}),
+            (None, {"SINGER": SINGER, "SONG": []}),
+        ]
+    )
+    graded = compared(reference, candidate)
+    assert graded.call_verdicts == ["pass", "fail", "pass"]
+    assert graded.detail == "state differs after call 2: table SINGER, 1 row changed"
+    assert graded.category == "wrong_logic_or_output"
+
+
+def test_a_wrong_error_and_a_tampered_table_are_told_apart():
+    reference = _trace([("ORA-20001", {"SINGER": SINGER}), (None, {"SINGER": SINGER})])
+    silent = compared(reference, _trace([(None, {"SINGER": SINGER}), (None, {"SINGER": SINGER})]))
+    assert silent.call_verdicts == ["fail", "pass"]
+    assert silent.detail == "call 1: expected error ORA-20001, got no error"
+    tampered = _trace([("ORA-20001", {"SINGER": SINGER}), (None, {"SINGER": SINGER})])
+    tampered.calls[1] = CallResult("BEGIN sp_x(2); END;", None, "", (), {"SINGER": (-1, TAMPERED)})
+    graded = compared(reference, tampered)
+    assert graded.detail == "state unreadable after call 2: table SINGER was replaced or hidden"
+
+
+def test_a_candidate_that_does_not_install_fails_every_call_by_its_code():
+    reference = _trace([(None, {"SINGER": SINGER})] * 2)
+    broken = OracleTrace(install_error="PLS-00103: line 3, column 1: Encountered the symbol END")
+    graded = compared(reference, broken)
+    assert graded.call_verdicts == ["fail", "fail"] and graded.category == "invalid_artifact"
+    assert graded.detail == "does not install: PLS-00103: line 3, column 1: Encountered the symbol END"
+
+
+# ---- against a real Oracle server: PostgreSQL's grading cases (tests/test_procedures.py) -------------------
+
+
+@pytest.fixture(scope="module")
+def ora_engine():
+    from plbench.engines.oracle import OracleEngine
+
+    engine = OracleEngine.connect(ORACLE_DSN, connect_timeout_s=10, statement_timeout_s=10)
+    yield engine
+    engine.close()
+
+
+def _oracle_task(v, fixture) -> ProcedureTask:
+    calls = tuple(c["call"]["oracle"] for c in v.suite.to_json(v.seed)["calls"])
+    setup, reference = tuple(v.seed.setup["oracle"]), v.seed.procedure.render("oracle")
+    return ProcedureTask(v.seed.seed_id, OracleCopy.of(fixture.oracle), setup, reference, calls, ())
+
+
+@needs_oracle
+def test_oracle_the_reference_passes_every_call(ora_engine, seeds, fixture):
+    v = seeds["procfix/train/3/raise_missing"]
+    graded = grade_oracle(ora_engine, _oracle_task(v, fixture), v.seed.procedure.render("oracle"))
+    assert graded.passed and graded.call_verdicts == ["pass"] * len(v.suite.expected), graded.detail
+
+
+@needs_oracle
+def test_oracle_touching_another_table_fails_and_names_it(ora_engine, seeds, fixture):
+    v = seeds["procfix/train/1/result_table"]
+    reference = v.seed.procedure.render("oracle")
+    touch = "  UPDATE ORDERS SET STATUS = 'seen' WHERE ORDER_ID = 10;\nEND sp_report_customer;"
+    candidate = reference.replace("END sp_report_customer;", touch)
+    assert candidate != reference
+    graded = grade_oracle(ora_engine, _oracle_task(v, fixture), candidate)
+    assert graded.detail == "state differs after call 1: table ORDERS, 1 row changed"
+    assert graded.call_verdicts == ["fail"] * 4 and graded.category == "wrong_logic_or_output"
+
+
+@needs_oracle
+def test_oracle_failing_only_call_3_gets_those_verdicts(ora_engine, seeds, fixture):
+    v = seeds["procfix/train/1/result_table"]  # calls with 50, 20, 70, 90
+    reference = v.seed.procedure.render("oracle")
+    candidate = reference.replace(
+        "WHERE SCORE > para_score;", "WHERE SCORE > para_score OR (para_score = 70 AND SCORE = 20);"
+    )
+    assert candidate != reference
+    graded = grade_oracle(ora_engine, _oracle_task(v, fixture), candidate)
+    assert graded.call_verdicts == ["pass", "pass", "fail", "pass"]
+    assert graded.detail == "state differs after call 3: table CUSTOMER_REPORT, 1 row added"
