@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 import sqlglot
 
-from plbench.normalize.emit import normalize
+from plbench.normalize.emit import normalize, write_files
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.procedures.grade import ProcedureTask
 from plbench.procedures.oracle_grade import compared, grade_oracle
@@ -84,6 +84,23 @@ def test_reserved_column_names_are_copied_and_keyed_as_the_ddl_declares_them(tmp
     ]
     for statement in copy.statements:
         assert sqlglot.parse_one(statement, read="oracle") is not None
+
+
+@pytest.mark.parametrize("name, schema", [("procfix", SCHEMA), ("resw", RESERVED_SCHEMA)], ids=["procfix", "resw"])
+def test_the_copy_read_from_the_normalized_files_is_the_one_the_build_makes(tmp_path, name, schema):
+    db = _oracle_db(tmp_path, name, schema)
+    write_files(db, tmp_path / "normalized")
+    folder = tmp_path / "normalized" / "spider1" / name / "oracle"
+    assert OracleCopy.read(folder, db.key) == OracleCopy.of(db)
+
+
+def test_a_missing_or_foreign_file_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match=r"schema.sql is missing: the database's Oracle normalization has not run"):
+        OracleCopy.read(tmp_path, "spider1/gone")
+    for name, text in (("schema.sql", "\n"), ("constraints.sql", "\n"), ("data.sql", "DELETE FROM T;\n")):
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=r"data.sql: not an INSERT ALL batch: 'DELETE FROM T;'"):
+        OracleCopy.read(tmp_path, "spider1/odd")
 
 
 @pytest.mark.parametrize(

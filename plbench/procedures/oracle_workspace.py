@@ -27,8 +27,13 @@ never with PostgreSQL's recorded hashes.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
 
 from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedDatabase
@@ -54,6 +59,40 @@ class OracleCopy:
             by_source = {c.source.name.lower(): c.target.name for c in t.columns}
             keys[t.target.name] = tuple(by_source[k.lower()] for k in t.source.primary_key if k.lower() in by_source)
         return cls(db.key, tuple(oracle_load_statements(db)), keys)
+
+    @classmethod
+    def read(cls, folder: Path, key: str) -> OracleCopy:
+        """The copy from a database's normalized Oracle files (plbench.normalize.emit.write_files: schema.sql,
+        data.sql, constraints.sql), the keys from its CREATE TABLE statements; ValueError naming the file."""
+        creates = _statements(folder / "schema.sql", _BETWEEN_STATEMENTS)
+        inserts = _statements(folder / "data.sql", _BETWEEN_INSERTS)
+        if bad := next((s for s in inserts if not s.startswith("INSERT ALL\n")), None):
+            raise ValueError(f"{folder / 'data.sql'}: not an INSERT ALL batch: {bad[:80]!r}")
+        constraints = _statements(folder / "constraints.sql", _BETWEEN_STATEMENTS)
+        return cls(key, (*creates, *inserts, *constraints), dict(map(_primary_key, creates)))
+
+
+_BETWEEN_STATEMENTS = re.compile(r"(?<=;)\n\n")  # schema.sql and constraints.sql: "\n\n".join(statements)
+_BETWEEN_INSERTS = re.compile(r"(?<=\nSELECT 1 FROM DUAL;)\n")  # data.sql: one INSERT ALL batch a line run
+
+
+def _statements(path: Path, between: re.Pattern) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path} is missing: the database's Oracle normalization has not run") from None
+    return [s for s in between.split(text.strip()) if s]
+
+
+def _primary_key(create: str) -> tuple[str, tuple[str, ...]]:
+    """(stored table name, stored primary key columns) of a normalized CREATE TABLE."""
+    tree = sqlglot.parse_one(create, read=DIALECTS["oracle"].sqlglot_name)
+    key = next(tree.find_all(exp.PrimaryKey), None)
+    return _stored(tree.find(exp.Table).this), tuple(_stored(c) for c in key.expressions) if key else ()
+
+
+def _stored(ident: exp.Identifier) -> str:
+    return ident.name if ident.quoted else DIALECTS["oracle"].fold(ident.name)
 
 
 def table_query(stored: str) -> str:
