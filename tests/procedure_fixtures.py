@@ -128,9 +128,9 @@ def env(pg_engine, fixture):
         yield ProcEnv(workspace, shuffled, fixture.pg, fixture.oracle)
 
 
-def subset_part(engine, database: str, built):
+def subset_part(engine, database: str, built, engines=None, config=None):
     """The procedures subset's release part, its stages run as its assets run them, the build's scenario work
-    done by `built` (a DatabaseProcedures of the loaded `database`)."""
+    done by `built` (a DatabaseProcedures of the loaded `database`); `engines`: the validate stage's."""
     from types import SimpleNamespace
 
     from plbench.config import BuildConfig
@@ -139,8 +139,8 @@ def subset_part(engine, database: str, built):
     from plbench.subsets.procedures import SUBSET, ingest
     from plbench.subsets.procedures import built as built_stage
 
-    inputs, config = {"spider/train_gold.sql": "0" * 64}, BuildConfig()
+    inputs, config = {"spider/train_gold.sql": "0" * 64}, config or BuildConfig()
     seeds = ingest(config, SimpleNamespace(inputs=inputs), ProcedureSeeds({database: built.seeds}))
     made = built_stage(ProcedureTasks(seeds.value.seeds, [built], ("postgres",), engine.version(), inputs))
     tasks = Staged(made.value, seeds.count_in, made.count_out, seeds.rejections + made.rejections)
-    return SUBSET.stages.validation(config, tasks, {}).value
+    return SUBSET.stages.validation(config, tasks, engines or {}).value

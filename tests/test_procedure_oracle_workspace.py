@@ -5,6 +5,7 @@ same cases as PostgreSQL's grading tests, skipped without one. No test here exec
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 
@@ -15,6 +16,7 @@ from plbench.normalize.emit import normalize, write_files
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.procedures.grade import ProcedureTask
 from plbench.procedures.oracle_grade import compared, grade_oracle
+from plbench.procedures.oracle_replay import ORACLE_ERROR, database_folder, first_difference
 from plbench.procedures.oracle_workspace import (
     TABLES_QUERY,
     OracleCopy,
@@ -206,6 +208,18 @@ def ora_engine():
     engine.close()
 
 
+@pytest.fixture(scope="module")
+def reserved_built(pg_engine, tmp_path_factory):
+    """The reserved-word fixture database's procedures as the build makes them, and its normalized folder."""
+    from plbench.procedures.build import database_procedures
+    from tests.procedure_fixtures import RESERVED_GOLD, load_fixture
+
+    folder = tmp_path_factory.mktemp("resw-oracle")
+    reserved = load_fixture(pg_engine, folder, "resw", RESERVED_SCHEMA, RESERVED_GOLD)
+    write_files(reserved.oracle, folder / "normalized")
+    return database_procedures(pg_engine, reserved.pg, reserved.oracle, reserved.equivalence), folder / "normalized"
+
+
 def _oracle_task(v, fixture) -> ProcedureTask:
     calls = tuple(c["call"]["oracle"] for c in v.suite.to_json(v.seed)["calls"])
     setup, reference = tuple(v.seed.setup["oracle"]), v.seed.procedure.render("oracle")
@@ -242,3 +256,128 @@ def test_oracle_failing_only_call_3_gets_those_verdicts(ora_engine, seeds, fixtu
     graded = grade_oracle(ora_engine, _oracle_task(v, fixture), candidate)
     assert graded.call_verdicts == ["pass", "pass", "fail", "pass"]
     assert graded.detail == "state differs after call 3: table CUSTOMER_REPORT, 1 row added"
+
+
+# ---- the validate stage's replay of Oracle references ------------------------------------------------------
+
+
+def test_each_defined_postgres_error_has_its_oracle_code():
+    assert ORACLE_ERROR == {
+        "PLB01": "ORA-20001",
+        "PLB02": "ORA-20002",
+        "PLB03": "ORA-20003",
+        "P0001": "ORA-20000",
+    }
+
+
+def _recorded(error, lines, state) -> dict:
+    return {"error": error, "lines": lines, "state": {t: [n, "pg-hash"] for t, n in state.items()}}
+
+
+@pytest.mark.parametrize(
+    "error, got_error, lines, counts, detail",
+    [
+        (None, None, 0, {"SINGER": 2, "SONG": 0}, ""),
+        ("PLB01", "ORA-20001", 0, {"SINGER": 2, "SONG": 0}, ""),
+        ("23505", "ORA-00001", 0, {"SINGER": 2, "SONG": 0}, ""),  # an undefined error: some error on Oracle
+        (
+            "PLB01",
+            "ORA-20002",
+            0,
+            {"SINGER": 2, "SONG": 0},
+            "call 1: PostgreSQL raised PLB01, expected ORA-20001 on Oracle, got ORA-20002 ()",
+        ),
+        (
+            None,
+            "ORA-01476",
+            0,
+            {"SINGER": 2, "SONG": 0},
+            "call 1: PostgreSQL raised nothing, expected no error on Oracle, got ORA-01476 ()",
+        ),
+        (
+            "23505",
+            None,
+            0,
+            {"SINGER": 2, "SONG": 0},
+            "call 1: PostgreSQL raised 23505, expected some error on Oracle, got no error",
+        ),
+        (None, None, 1, {"SINGER": 2, "SONG": 0}, "call 1: 0 output lines on PostgreSQL, 1 on Oracle"),
+        (None, None, 0, {"SINGER": 2, "SONG": 1}, "after call 1: table song holds 0 rows on PostgreSQL, 1 on Oracle"),
+        (None, None, 0, {"SINGER": 2}, "after call 1: table song holds 0 rows on PostgreSQL, None on Oracle"),
+    ],
+)
+def test_the_replay_compares_what_the_dialects_share(error, got_error, lines, counts, detail):
+    """PostgreSQL's recorded call (tables singer, song) against an Oracle run written out (no execution)."""
+    recorded = [_recorded(error, [], {"singer": 2, "song": 0})]
+    trace = OracleTrace()
+    state = {t: (n, "oracle-hash") for t, n in counts.items()}
+    trace.calls.append(CallResult("BEGIN sp_x(1); END;", got_error, "", ("x",) * lines, state))
+    assert first_difference(recorded, trace) == detail
+
+
+def test_the_normalized_oracle_files_of_a_database_are_found_where_the_build_writes_them(tmp_path):
+    db = _oracle_db(tmp_path, "resw", RESERVED_SCHEMA)
+    write_files(db, tmp_path / "normalized")
+    assert (database_folder(tmp_path / "normalized", "resw") / "schema.sql").is_file()
+
+
+@needs_oracle
+def test_oracle_the_validate_stage_replays_every_oracle_reference(pg_engine, ora_engine, reserved_built):
+    from plbench.config import BuildConfig
+    from tests.procedure_fixtures import subset_part
+
+    built, normalized = reserved_built
+    config = BuildConfig(normalized_dir=normalized)
+    part = subset_part(pg_engine, "resw", built, engines={"oracle": ora_engine}, config=config)
+    oracle = [r for r in part.rows if r.key[1] == "oracle"]
+    replay = part.validation["oracle"]["replay"]
+    assert replay == {"ran": True, "engine": ora_engine.version(), "passed": len(oracle), "failed": 0}, [
+        r.detail for r in part.rejections if r.reason_code == "failed"
+    ][:3]
+    assert oracle and {(r.replay_status, r.replay_engine) for r in oracle} == {("passed", ora_engine.version())}
+
+
+# ---- plbench evaluate on Oracle procedure rows -------------------------------------------------------------
+
+
+def _oracle_row(database: str) -> dict:
+    suite = {"calls": [{"error": None, "lines": [], "state": {}}], "initial_state": {}}
+    return {
+        "task_id": "procedures/a1/x",
+        "subset": "procedures",
+        "dialect": "oracle",
+        "database": database,
+        "scenario": "a1",
+        "materials": "{}",
+        "setup_sql": "[]",
+        "reference_code": "CREATE OR REPLACE PROCEDURE sp_x\nIS\nBEGIN\n  NULL;\nEND sp_x;",
+        "test_cases": '["BEGIN sp_x; END;"]',
+        "call_suite": json.dumps(suite),
+    }
+
+
+def test_an_oracle_row_whose_database_files_are_missing_is_not_run_with_the_reason():
+    """Refused before any session: the engine is made, never connected (there is no server here)."""
+    from plbench.engines.oracle import OracleEngine, parse_dsn
+    from plbench.grading.procedures import grade_procedure
+
+    engine = OracleEngine(parse_dsn("u/p@127.0.0.1:9/none"))
+    (case,) = grade_procedure(
+        engine, _oracle_row("no_such_database"), "CREATE OR REPLACE PROCEDURE sp_x IS BEGIN NULL; END;"
+    )
+    assert case["verdict"] == "NOT_RUN" and case["category"] == "reference_error"
+    assert case["detail"].endswith(
+        "spider1/no_such_database/oracle/schema.sql is missing: the database's Oracle normalization has not run"
+    )
+
+
+@needs_oracle
+def test_oracle_evaluate_grades_a_released_oracle_row_on_a_copy(ora_engine, reserved_built):
+    from plbench.procedures.rows import grade_copied, task_row
+    from plbench.taskrow import as_record
+
+    built, normalized = reserved_built
+    task = next(t for t in built.tasks if t.dialect == "oracle" and t.scenario == "a1")
+    row = as_record(task_row(task, None))
+    assert grade_copied(ora_engine, row, row["reference_code"], normalized).passed
+    assert not grade_copied(ora_engine, row, "CREATE OR REPLACE PROCEDURE", normalized).passed

@@ -83,6 +83,7 @@ class Session(Protocol):
 
 class Engine(Protocol):
     dialect: str
+    copies_databases: bool  # a session loads a task's database itself (Oracle) rather than reading a loaded one
 
     def version(self) -> str: ...
 

@@ -363,6 +363,9 @@ class OracleEngine:
     """Hands out Oracle sessions one at a time on a single thin-mode connection."""
 
     dialect = "oracle"
+    # Every session loads the database a task needs into its own objects, and drops them when it ends: no
+    # database stays loaded (`loaded`), so a procedure task is graded on a copy made from the normalized files.
+    copies_databases = True
 
     def __init__(self, target: OracleDsn, connect_timeout_s: float = 10.0, statement_timeout_s: float = 10.0):
         self._target = target

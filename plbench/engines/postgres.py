@@ -94,6 +94,7 @@ class PostgresEngine:
     """Hands out isolated PostgreSQL sessions; thread-safe (one connection per session)."""
 
     dialect = "postgres"
+    copies_databases = False  # procedure tasks copy a loaded database inside a session (`loaded`)
 
     def __init__(self, dsn: str, statement_timeout_s: float = 10.0, server: object | None = None):
         self._dsn = dsn

@@ -1,7 +1,8 @@
 """Grading a procedure task (subset `procedures`): one case row per call of the task's call suite.
 
 The candidate procedure is installed in a fresh copy of the task's database and the calls run in order
-(plbench.procedures.grade: a rolled-back session, the candidate role, the statement timeout). A call
+(plbench.procedures.grade: a rolled-back session, the candidate role, the statement timeout; on Oracle a
+session of its own, the copy made from the normalized files, plbench.procedures.oracle_grade). A call
 passes when its raised error, output lines and every user table's state equal the reference's; the
 task's EX is 1 only when every call passes (Suite Pass@1 over these rows). The first failing call's
 detail names the call and what differs, e.g. `state differs after call 2: table singer, 1 row changed`;
@@ -14,17 +15,23 @@ import json
 
 from plbench.diagnostics import REFERENCE_ERROR
 from plbench.engines.base import Engine
-from plbench.procedures.rows import database_schema, grade_task
+from plbench.procedures.rows import database_schema, grade_copied, grade_task
 
 
 def grade_procedure(engine: Engine, task: dict, code: str, schema: str | None = None) -> list[dict]:
     """The case rows (case, verdict, category, detail) of a candidate procedure, one per call."""
     schema = schema or database_schema(task)
     calls = json.loads(task["test_cases"])
-    if not engine.loaded(schema):
+    if engine.copies_databases:
+        try:
+            graded = grade_copied(engine, task, code)
+        except ValueError as exc:
+            return [_case(n, "NOT_RUN", REFERENCE_ERROR, str(exc)) for n in range(1, len(calls) + 1)]
+    elif not engine.loaded(schema):
         why = f"database {task['database']} is not loaded on this server"
         return [_case(n, "NOT_RUN", REFERENCE_ERROR, why) for n in range(1, len(calls) + 1)]
-    graded = grade_task(engine, task, code, schema)
+    else:
+        graded = grade_task(engine, task, code, schema)
     if graded.passed:
         return [_case(n, "PASS", None, "") for n in range(1, len(calls) + 1)]
     first = graded.call_verdicts.index("fail") + 1 if "fail" in graded.call_verdicts else 1

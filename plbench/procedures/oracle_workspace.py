@@ -52,6 +52,10 @@ class OracleCopy:
     statements: tuple[str, ...]  # tables, rows, constraints (oracle_load_statements)
     keys: dict[str, tuple[str, ...]]  # stored table name -> stored primary key column names
 
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(self.keys)
+
     @classmethod
     def of(cls, db: NormalizedDatabase) -> OracleCopy:
         keys = {}

@@ -8,9 +8,13 @@ did after each (error, output lines, per-table row count and content hash).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from plbench.config import BuildConfig
 from plbench.normalize.emit import schema_name
 from plbench.procedures.grade import Grade, ProcedureTask
+from plbench.procedures.oracle_replay import database_folder
+from plbench.procedures.oracle_workspace import OracleCopy
 from plbench.procedures.scenarios import grade_submission
 from plbench.procedures.seeds import SUBSET
 from plbench.procedures.tasks import ScenarioTask
@@ -61,7 +65,7 @@ def task_row(task: ScenarioTask, engine_version: str | None) -> TaskRow:
     )
 
 
-def grading_task(task: dict | TaskRow, db: DatabaseCopy) -> ProcedureTask:
+def grading_task(task: dict | TaskRow, db: DatabaseCopy | OracleCopy) -> ProcedureTask:
     """What the grader needs, read back from a release row, a TaskRow or its dict (PostgreSQL rows: their
     calls are CALLs)."""
     task = as_record(task) if isinstance(task, TaskRow) else task
@@ -95,6 +99,16 @@ def grade_task(engine, task: dict, candidate: str, schema: str | None = None) ->
         db = DatabaseCopy.introspect(session, schema)
     materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
     return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate)
+
+
+def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None = None) -> Grade:
+    """Grade a candidate against a released procedures row on an engine whose sessions copy the database
+    themselves (Oracle): the copy is made from the database's normalized files under `normalized_dir`
+    (default: the build's, BuildConfig.from_env); ValueError when they are not there."""
+    folder = database_folder(normalized_dir or BuildConfig.from_env().normalized_dir, task["database"])
+    copy = OracleCopy.read(folder, task["database"])
+    materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
+    return grade_submission(engine, grading_task(task, copy), task["scenario"], materials, suite, candidate)
 
 
 def grade_row(engine, row: TaskRow, candidate: str) -> Grade:

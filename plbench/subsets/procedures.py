@@ -14,8 +14,10 @@ adapter's check; one released in some dialects only is rejected in the others as
 graded on PostgreSQL; a seed whose Oracle text could not be made has no Oracle tasks). Gold queries of
 a database that did not load are rejected as `database_not_loaded`.
 
-Oracle rows are emitted and statically checked (and parsed by the release's grammar gate); their replay is
-`not_run` with the reason. The trivial candidates (no-op, first call only, the reference without its state
+Oracle rows are emitted and statically checked (and parsed by the release's grammar gate); where an Oracle
+engine is configured the validate stage replays their references on it (plbench.procedures.oracle_replay:
+a row that fails is rejected as `replay_validation` / `failed`), else their replay is `not_run` with the
+reason. The trivial candidates (no-op, first call only, the reference without its state
 change) are rendered from each seed's model and run by the release gate on every row whose reference ran.
 """
 
@@ -24,7 +26,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from plbench.config import DIALECT_NAMES, NO_ORACLE
+from plbench.config import DIALECT_NAMES, NO_ORACLE, NotConfigured
+from plbench.procedures.oracle_replay import replay_rows
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.scenarios.b2 import timing_summary
@@ -36,6 +39,7 @@ from plbench.procedures.tasks import runs_here
 from plbench.records import Rejection
 from plbench.spider.stages import SpiderInputs
 from plbench.subsets.base import Staged, StagedSubset, Stages, SubsetRelease
+from plbench.taskrow import TaskRow, by_dialect
 
 ORACLE_NOT_REPLAYED = (
     "procedural tasks are not replayed on Oracle yet (no schema-per-run harness): emitted and statically checked only"
@@ -83,9 +87,11 @@ def build(config, ingested: Ingested, engines: dict) -> Staged:
 
 
 def validate(config, tasks: ProcedureTasks, engines: dict) -> Staged:
-    """The subset's release part; its rejections here are the `not_in_dialect` ones (the seeds' and the
+    """The subset's release part, the Oracle references replayed where an Oracle engine is configured; its
+    rejections here are the `not_in_dialect` ones and the Oracle replay's failures (the seeds' and the
     adapters' come with the earlier stages: Stages.validation adds them)."""
-    part = release_part(config, tasks)
+    oracle = engines.get("oracle")
+    part = release_part(config, tasks, None if isinstance(oracle, NotConfigured) else oracle)
     return Staged(part, len(part.rows) + len(part.rejections), len(part.rows), part.rejections)
 
 
@@ -111,14 +117,19 @@ def _missing_dialects(stage: ProcedureTasks, released: set, refused: set) -> lis
     return out
 
 
-def release_part(config, stage: ProcedureTasks) -> SubsetRelease:
-    """Rows, `not_in_dialect` rejections, validation and manifest section of the procedures built in `stage`;
-    the input count covers the seeds' and the adapters' rejections too."""
+def release_part(config, stage: ProcedureTasks, oracle=None) -> SubsetRelease:
+    """Rows, `not_in_dialect` rejections, validation and manifest section of the procedures built in `stage`,
+    the Oracle rows replayed on `oracle` when given; the input count covers the seeds' and the adapters'
+    rejections too."""
     tasks = [t for db in stage.databases for t in db.tasks]
     rows = [task_row(t, stage.engine_version) for t in tasks]
     rows = [r if r.replay_status == "passed" else r.with_(replay_detail=not_run_reason(config)) for r in rows]
     adapters = [r for db in stage.databases for r in db.rejections]
     missing = _missing_dialects(stage, {(r.source_id, r.dialect) for r in rows}, {r.source_id for r in adapters})
+    replayed = {}
+    if oracle is not None:
+        rows, failed, replayed["oracle"] = oracle_replayed(config, rows, oracle)
+        missing += failed
     section = recount(summarize(stage.databases, DIALECT_NAMES), rows, adapters + missing, DIALECT_NAMES)
     section["databases"] = {"taking_part": len(stage.seeds.databases), "left_out": len(stage.seeds.left_out)}
     return SubsetRelease(
@@ -127,14 +138,34 @@ def release_part(config, stage: ProcedureTasks) -> SubsetRelease:
         stage.inputs,
         rows,
         missing,
-        validation_of(config, stage, rows),
+        validation_of(config, stage, rows, replayed),
         manifest={"procedures": section},
         trivial_candidates=_trivial(stage),
     )
 
 
-def validation_of(config, stage: ProcedureTasks, rows) -> dict[str, dict]:
-    """Per dialect: the replay (references on their suites) and the mutants, where the references ran."""
+def oracle_replayed(config, rows: list[TaskRow], engine) -> tuple[list[TaskRow], list[Rejection], dict]:
+    """The rows with their Oracle replay (plbench.procedures.oracle_replay): a passing Oracle row says so, a
+    failing one becomes a `replay_validation` rejection with the reason; and the replay's section."""
+    version, oracle_rows = engine.version(), by_dialect(rows)[engine.dialect]
+    verdicts = replay_rows(engine, oracle_rows, config.normalized_dir)
+    kept, failed = [], []
+    for row in rows:
+        why = verdicts.get(row.key)
+        if why is None:
+            kept.append(row)
+        elif why:
+            rejection = Rejection(NAME, row.source_id, "replay_validation", "failed", why[:1000], dialect=row.dialect)
+            failed.append(rejection)
+        else:
+            kept.append(row.with_(replay_status="passed", replay_engine=version, replay_detail=None))
+    section = {"ran": True, "engine": version, "passed": len(oracle_rows) - len(failed), "failed": len(failed)}
+    return kept, failed, section
+
+
+def validation_of(config, stage: ProcedureTasks, rows, replayed: dict | None = None) -> dict[str, dict]:
+    """Per dialect: the replay (references on their suites) and the mutants, where the references ran in the
+    build; `replayed`: the replay sections of the dialects replayed in the validate stage (Oracle)."""
     by_dialect: dict[str, list] = defaultdict(list)
     for row in rows:
         by_dialect[row.dialect].append(row)
@@ -142,6 +173,9 @@ def validation_of(config, stage: ProcedureTasks, rows) -> dict[str, dict]:
     out = {}
     for target in DIALECT_NAMES:
         mine = by_dialect[target]
+        if target in (replayed or {}):
+            out[target] = {"replay": replayed[target]}
+            continue
         if target not in stage.executed:
             out[target] = {"replay": {"ran": False, "reason": not_run_reason(config)}}
             continue
@@ -179,7 +213,7 @@ class ProceduresSubset(StagedSubset):
         validate=validate,
         inputs=("spider1_raw", "procedure_seeds"),
         build_engines=("postgres",),
-        validate_engines=(),
+        validate_engines=("oracle",),
     )
 
     def released_manifest(self, part: SubsetRelease) -> dict[str, dict]:
