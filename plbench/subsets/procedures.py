@@ -23,7 +23,6 @@ change) are rendered from each seed's model and run by the release gate on every
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 from plbench.config import DIALECT_NAMES, NO_ORACLE, NotConfigured
@@ -42,7 +41,8 @@ from plbench.subsets.base import Staged, StagedSubset, Stages, SubsetRelease
 from plbench.taskrow import TaskRow, by_dialect
 
 ORACLE_NOT_REPLAYED = (
-    "procedural tasks are not replayed on Oracle yet (no schema-per-run harness): emitted and statically checked only"
+    "this subset's procedural tasks are not replayed on Oracle (the procedures subset's references are): "
+    "emitted and statically checked only"
 )
 
 
@@ -166,13 +166,11 @@ def oracle_replayed(config, rows: list[TaskRow], engine) -> tuple[list[TaskRow],
 def validation_of(config, stage: ProcedureTasks, rows, replayed: dict | None = None) -> dict[str, dict]:
     """Per dialect: the replay (references on their suites) and the mutants, where the references ran in the
     build; `replayed`: the replay sections of the dialects replayed in the validate stage (Oracle)."""
-    by_dialect: dict[str, list] = defaultdict(list)
-    for row in rows:
-        by_dialect[row.dialect].append(row)
+    grouped = by_dialect(rows)
     failed = sum(len(db.reference_failures) for db in stage.databases)
     out = {}
     for target in DIALECT_NAMES:
-        mine = by_dialect[target]
+        mine = grouped[target]
         if target in (replayed or {}):
             out[target] = {"replay": replayed[target]}
             continue
