@@ -16,7 +16,7 @@ from plbench.normalize.emit import normalize, write_files
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.procedures.grade import ProcedureTask
 from plbench.procedures.oracle_grade import compared, grade_oracle
-from plbench.procedures.oracle_replay import ORACLE_ERROR, database_folder, first_difference
+from plbench.procedures.oracle_replay import ORACLE_ERROR, database_folder, first_difference, unstable
 from plbench.procedures.oracle_workspace import (
     TABLES_QUERY,
     OracleCopy,
@@ -229,8 +229,13 @@ def _oracle_task(v, fixture) -> ProcedureTask:
 @needs_oracle
 def test_oracle_the_reference_passes_every_call(ora_engine, seeds, fixture):
     v = seeds["procfix/train/3/raise_missing"]
+    from plbench.procedures.oracle_grade import _REFERENCE_RUNS
+
     graded = grade_oracle(ora_engine, _oracle_task(v, fixture), v.seed.procedure.render("oracle"))
     assert graded.passed and graded.call_verdicts == ["pass"] * len(v.suite.expected), graded.detail
+    kept = len(_REFERENCE_RUNS[ora_engine])
+    assert grade_oracle(ora_engine, _oracle_task(v, fixture), v.seed.procedure.render("oracle")) == graded
+    assert len(_REFERENCE_RUNS[ora_engine]) == kept  # the reference ran once for both
 
 
 @needs_oracle
@@ -313,6 +318,17 @@ def test_the_replay_compares_what_the_dialects_share(error, got_error, lines, co
     state = {t: (n, "oracle-hash") for t, n in counts.items()}
     trace.calls.append(CallResult("BEGIN sp_x(1); END;", got_error, "", ("x",) * lines, state))
     assert first_difference(recorded, trace) == detail
+
+
+def test_two_runs_that_differ_name_the_first_call_they_differ_in():
+    first = _trace([(None, {"SINGER": SINGER})] * 3)
+    assert unstable(first, _trace([(None, {"SINGER": list(reversed(SINGER))})] * 3)) == ""
+    second = _trace([(None, {"SINGER": SINGER}), (None, {"SINGER": SINGER[:1]}), (None, {"SINGER": SINGER})])
+    assert unstable(first, second) == "not deterministic on Oracle: call 2 differs between two fresh runs"
+    broken = OracleTrace(install_error="ORA-04021: timeout occurred while waiting to lock object")
+    assert unstable(first, broken) == (
+        "the reference installed once, then not: ORA-04021: timeout occurred while waiting to lock object"
+    )
 
 
 def test_the_normalized_oracle_files_of_a_database_are_found_where_the_build_writes_them(tmp_path):

@@ -11,16 +11,30 @@ a `reference_error`, the candidate not graded.
 
 from __future__ import annotations
 
+import weakref
+
 from plbench.diagnostics import REFERENCE_ERROR, WRONG_LOGIC
 from plbench.procedures.grade import Grade, ProcedureTask, call_verdicts, first_mismatch, not_installed, row_difference
 from plbench.procedures.oracle_workspace import OracleTrace, OracleWorkspace
 
+# engine -> (copy, setup, reference, calls) -> the reference's run: candidates of one task share it
+_REFERENCE_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_KEPT_RUNS = 32
+
 
 def reference_run(workspace: OracleWorkspace, task: ProcedureTask) -> OracleTrace | str:
-    """The Oracle reference's run of the task's calls, or why it did not run them all."""
+    """The Oracle reference's run of the task's calls, or why it did not run them all; run once per engine
+    for the same copy, setup, reference and calls (the build checked the reference deterministic)."""
+    runs = _REFERENCE_RUNS.setdefault(workspace.engine, {})
+    key = (workspace.db.statements, task.setup, task.reference, task.calls)
+    if key in runs:
+        return runs[key]
     trace = workspace.run(list(task.setup), task.reference, list(task.calls))
-    if trace.install_error:
+    if trace.install_error:  # not kept: it may be the server's passing trouble
         return f"the reference does not install on Oracle: {trace.install_error}"
+    if len(runs) >= _KEPT_RUNS:  # a run holds every table's rows after every call: keep the latest only
+        runs.pop(next(iter(runs)))
+    runs[key] = trace
     return trace
 
 

@@ -7,7 +7,8 @@ error of the same name (PLB01 is ORA-20001: dialect_text.ERROR_CODES), some erro
 another, none where it raised none; as many output lines; and every table's row count (table names as
 Oracle folds them). Values are typed otherwise in Oracle, so the content hashes are not compared: a
 candidate is graded against this reference's own Oracle run (plbench.procedures.oracle_grade). Rows with
-the same database, setup, reference and calls (a seed's scenarios mostly share them) replay once.
+the same database, setup, reference and calls (a seed's scenarios mostly share them) replay once; a
+reference passes only when a second fresh run gives what the first did.
 """
 
 from __future__ import annotations
@@ -47,12 +48,25 @@ def replay_rows(engine, rows: list[TaskRow], normalized_dir: Path) -> dict[tuple
 
 
 def replay(workspace: OracleWorkspace, row: TaskRow) -> str:
-    """'' when the row's Oracle reference reproduces its call suite as far as the dialects compare."""
-    calls = json.loads(row.test_cases)
-    trace = workspace.run(json.loads(row.setup_sql), row.reference_code, calls)
+    """'' when the row's Oracle reference reproduces its call suite as far as the dialects compare, and a
+    second fresh run gives what the first did (the reference is deterministic on Oracle too)."""
+    calls, setup = json.loads(row.test_cases), json.loads(row.setup_sql)
+    trace = workspace.run(setup, row.reference_code, calls)
     if trace.install_error:
         return f"the reference does not install on Oracle: {trace.install_error}"
-    return first_difference(json.loads(row.call_suite)["calls"], trace)
+    return first_difference(json.loads(row.call_suite)["calls"], trace) or unstable(
+        trace, workspace.run(setup, row.reference_code, calls)
+    )
+
+
+def unstable(first: OracleTrace, second: OracleTrace) -> str:
+    """Where two fresh runs of the same reference differ, '' when they do not."""
+    if second.install_error:
+        return f"the reference installed once, then not: {second.install_error}"
+    for index, (a, b) in enumerate(zip(first.calls, second.calls), start=1):
+        if a.observed() != b.observed():
+            return f"not deterministic on Oracle: call {index} differs between two fresh runs"
+    return ""
 
 
 def first_difference(recorded: list[dict], trace: OracleTrace) -> str:
