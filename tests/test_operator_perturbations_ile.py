@@ -1,6 +1,7 @@
 """Information omission on a task from procedural ILE: masking the last round's clause is proven by the
 previous round's reference, executed on the call suite (the ledger entry names it), and rejected when that
-reference reproduces every call, whatever implementation the proposer offered."""
+reference reproduces every call, whatever implementation the proposer offered; and a catalogue fact's reading
+on a final round whose rule added an INSERT ... VALUES (the audit row) edits only the query INSERT."""
 
 from __future__ import annotations
 
@@ -86,3 +87,17 @@ def test_an_omission_the_previous_round_does_not_prove_is_rejected(enhanced):
             "previous_round_reproduces",
             "the previous ILE round's reference reproduces every call",
         )
+
+
+def test_the_unique_key_reading_of_a_final_round_limits_the_query_insert_not_the_audit_row(fixture, seeds, env):
+    """raise_missing after ILE's audit_row round: two INSERTs, the result rows (a query) and the audit row (VALUES);
+    the reading 'the key identifies one row' keeps one row of the query and leaves the audit row as it is."""
+    out = enhance(seeds["procfix/train/6/raise_missing"], env, ProcedureRuleProposer(), 1, Ledger())
+    assert out.rules == ("audit_row",)
+    fact = next(f for f in facts_of(out.final.seed, out.history[-2].seed) if f.kind.kind == "unique_key")
+    final = out.final.seed.procedure.render("postgres")
+    rows = "INSERT INTO orders_report (status) SELECT status FROM orders WHERE customer_id = para_customer_id"
+    audit = "INSERT INTO orders_audit (procedure_name, row_count) VALUES ('sp_checked_report_orders', v_rows_1);"
+    assert f"{rows};" in final and audit in final
+    assert fact.ignored.render("postgres") == final.replace(f"{rows};", f"{rows} LIMIT 1;")
+    assert "INSERT INTO orders_audit (procedure_name, row_count) VALUES" in fact.ignored.render("oracle")

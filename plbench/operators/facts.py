@@ -163,7 +163,8 @@ def _limited_to_one_row(proc: Procedure) -> Procedure:
         trees = {}
         for d, tree in s.trees.items():
             trees[d] = tree.copy()
-            trees[d].set("expression", trees[d].expression.limit(1))
+            if isinstance(tree.expression, exp.Query):  # not INSERT ... VALUES, e.g. an ILE round's audit row
+                trees[d].set("expression", trees[d].expression.limit(1))
         return Sql(s.kind, trees)
 
     return proc.with_body(rebuild(proc.body, one))
