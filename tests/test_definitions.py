@@ -57,6 +57,8 @@ def test_definitions_load_and_wire_every_stage():
         "procedures_ile_validation",
         "multiturn_validation",
     } <= upstream
+    interactive = {k.to_user_string() for k in graph.get(dg.AssetKey("interactive_tasks")).parent_keys}
+    assert interactive == {"spider1_raw", "procedures_tasks", "procedural_ile"}  # ILE's final rounds are perturbed
     normalized = graph.get(dg.AssetKey(["normalized_databases_postgres"]))
     assert normalized.partitions_def.name == "database"  # one partition per database
     assert defs.resolve_job_def(REBUILD_JOB) is not None

@@ -15,15 +15,19 @@ from pipelines.cli import main
 from plbench.interactive.environment import Environment
 from plbench.interactive.episode import LLMSolver, run_episode, summarize, write_episode
 from plbench.interactive.protocol import ACTIONS, NONE_OF_THESE, Malformed, budget, parse_action
-from plbench.interactive.stages import database_variants
+from plbench.interactive.stages import database_variants, ile_twins, variant_sources
+from plbench.interactive.tasks import plain_source
 from plbench.interactive.user import NO_ANSWER, SimulatedUser
 from plbench.llm import LLMClient, LLMSettings
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer
+from plbench.operators.procedural_ile import ProcedureRuleProposer, previous_reference
+from plbench.operators.procedural_stage import database_ile
 from plbench.procedures.build import database_procedures
 from plbench.taskrow import TASK_SCHEMA, task_records
 from tests.chat_stub import running
 
 SEED = "procfix/train/6/raise_missing"
+ENHANCED = "procfix/train/5/status_update"  # two ILE rounds before it is perturbed
 
 
 def test_action_table_costs_and_budget():
@@ -89,9 +93,8 @@ def test_the_user_answers_only_from_the_ledger():
 @pytest.fixture(scope="module")
 def variants(pg_engine, fixture):
     built = database_procedures(pg_engine, fixture.pg, fixture.oracle, fixture.equivalence, scenarios=())
-    return database_variants(
-        pg_engine, fixture.pg, fixture.oracle, built.seeds.seeds, DeterministicPerturbationProposer()
-    )
+    sources = [plain_source(v) for v in built.seeds.seeds]
+    return database_variants(pg_engine, fixture.pg, fixture.oracle, sources, DeterministicPerturbationProposer())
 
 
 @pytest.fixture(scope="module")
@@ -170,9 +173,21 @@ def scripts(reference: str) -> dict[str, list[str]]:
     }
 
 
+@pytest.fixture(scope="module")
+def enhanced(pg_engine, fixture, seeds):
+    """ENHANCED's Interactive row (PostgreSQL) made from its final ILE round, and its previous round's reference."""
+    database = database_ile(pg_engine, fixture.pg, fixture.oracle, [seeds[ENHANCED]], ProcedureRuleProposer(), 2)
+    sources = variant_sources([seeds[ENHANCED]], ile_twins([database]))
+    out = database_variants(pg_engine, fixture.pg, fixture.oracle, sources, DeterministicPerturbationProposer())
+    history = database.enhanced[0].history
+    return next(r for r in out.rows if r.dialect == "postgres"), previous_reference(history[-2].seed, history[-1].seed)
+
+
 @pytest.fixture
-def server(row):
+def server(row, enhanced):
     plans = scripts(row.reference_code)
+    final, previous = enhanced
+    plans |= {"final": [_action("submit", code=final.reference_code)], "previous": [_action("submit", code=previous)]}
 
     def answer(body):
         turn = sum(m["role"] == "assistant" for m in body["messages"])
@@ -253,6 +268,22 @@ def test_a_wrong_submission_is_graded_with_the_diverging_call(pg_engine, row, se
         "recovered_share": 0.0,
         "terminations": {"submit": 1},
     }
+
+
+def test_on_an_enhanced_seeds_variant_the_final_round_passes_and_the_previous_round_fails(
+    pg_engine, enhanced, server, tmp_path
+):
+    row, previous = enhanced
+    assert (row.task_id, row.direct_task_id, row.ile_rounds) == (
+        f"interactive/{ENHANCED}",
+        f"procedures_ile/{ENHANCED}",
+        2,
+    )
+    passed = _episode(pg_engine, row, server, "final", tmp_path)
+    assert passed["grade"]["correct"] is True and passed["pair"] == {"direct_task_id": f"procedures_ile/{ENHANCED}"}
+    failed = _episode(pg_engine, row, server, "previous", tmp_path)
+    assert (failed["grade"]["correct"], failed["grade"]["checks"]) == (False, {"submission": True, "ex": False})
+    assert failed["grade"]["reason"] == "call 5: expected error PLB02, got no error"  # the masked clause
 
 
 def test_cli_runs_the_episodes_of_a_release(pg_engine, row, server, tmp_path, monkeypatch, capsys):
