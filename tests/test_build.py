@@ -449,9 +449,19 @@ def test_interactive_rows_carry_ledgers_and_their_direct_twins_are_released(setu
     rows = [t for t in tasks if t["subset"] == "interactive"]
     released = {(t["task_id"], t["dialect"]) for t in tasks}
     assert (counts["input"], counts["released"]) == (2, {"oracle": 2, "postgres": 2})  # the fixture's 2 seeds
-    assert manifest["interactive"]["hidden_facts_by_op"] == {"contradiction": 1, "jargon": 2, "mask": 2}
+    # both seeds were enhanced by procedural ILE: their final rounds are perturbed, twins their procedures_ile tasks,
+    # and each masked clause is proven by the previous round's reference
+    assert {k: manifest["interactive"][k] for k in ("variants_of", "omissions_proven_by_previous_round")} == {
+        "variants_of": {"ile_final_round": 2, "plain_seed": 0},
+        "omissions_proven_by_previous_round": 2,
+    }
+    assert manifest["interactive"]["hidden_facts_by_op"] == {"contradiction": 2, "jargon": 2, "mask": 2}
     assert manifest["operators"]["information_omission"]["accepted"] == 2
     assert rows and all((t["direct_task_id"], t["dialect"]) in released for t in rows)
+    assert {(t["direct_task_id"], t["ile_rounds"]) for t in rows} == {
+        ("procedures_ile/shop/train/1/result_table", 2),
+        ("procedures_ile/shop/train/1/status_update", 2),
+    }
     assert all(json.loads(t["ledger"]) and t["proposer"] == "deterministic" for t in rows)
     gate = manifest["trivial_candidates"]["interactive"]["groups"]["interactive/postgres"]
     postgres = [t for t in rows if t["dialect"] == "postgres"]
