@@ -413,3 +413,22 @@ def test_database_ddl_checks_without_a_server():
     problems = check_database_ddl(ORACLE, long)
     assert problems[0].startswith("does not parse as Oracle: CREATE TABLE (")
     assert problems[1:] == [f"identifier over 128 bytes: {'X' * 129}"]
+
+
+def test_a_table_is_parsed_by_its_new_lines_and_a_problem_reads_as_the_whole_statement_s():
+    from plbench.dialects.static_checks import _statement_problem, without_table_name
+    from plbench.normalize.emit import normalize
+    from plbench.normalize.schema import Column, SourceDatabase, Table
+
+    def table(name, *columns):
+        return Table(name, tuple(Column(c, "INTEGER", "integer", "integer") for c in columns), (columns[0],))
+
+    tables = [table("a", "id", "shared"), table("b", "shared", "id", "own")]
+    db = normalize(SourceDatabase("spider1", "d", "sqlite", "", tables), "oracle")
+    assert check_database_ddl(ORACLE, db) == []
+    # b's lines but one were parsed in a; the broken one fails, with the message of b's whole statement
+    db.create_statements[1] = db.create_statements[1].replace("OWN NUMBER(19)", "OWN NUMBER(19 x")
+    whole = _statement_problem(ORACLE.sqlglot_name, ORACLE.display_name, without_table_name(db.create_statements[1])[1])
+    head, _, detail = whole.partition(": ")
+    assert check_database_ddl(ORACLE, db) == [f"{head}: {db.create_statements[1][:80]}: {detail}"]
+    assert detail  # sqlglot says where it stopped

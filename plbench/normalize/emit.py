@@ -82,12 +82,18 @@ def schema_name(source: str, name: str) -> str:
 
 def _max_text_bytes(values: list) -> int:
     """The longest text's length in UTF-8 bytes. Only a text of at least a quarter of the longest
-    one's characters can hold more bytes (4 at most a character): those are the ones encoded."""
-    if not any(issubclass(t, str) for t in set(map(type, values))):
+    one's characters can hold more bytes (4 at most a character): those are the ones measured, and
+    only those not ASCII encoded (`isascii` reads a flag of the string; an ASCII text's bytes are its characters)."""
+    types = set(map(type, values))
+    if not any(issubclass(t, str) for t in types):
         return 0
-    texts = [v for v in values if isinstance(v, str)]
+    texts = (
+        [v for v in values if v is not None]
+        if types <= {str, type(None)}
+        else [v for v in values if isinstance(v, str)]
+    )
     longest = max(map(len, texts), default=0)
-    return max((len(v.encode()) for v in texts if 4 * len(v) >= longest), default=0)
+    return max((len(v) if v.isascii() else len(v.encode()) for v in texts if 4 * len(v) >= longest), default=0)
 
 
 def _columns(rows: list[tuple], width: int) -> list[list]:
@@ -348,9 +354,9 @@ def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:
         ("constraints.sql", "\n\n".join(db.constraint_statements) + "\n"),
         ("decisions.json", decisions_json(db.decisions)),
     ):
-        path = folder / name
+        path, data = folder / name, text.encode()  # encoded once, for the file and its checksum
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         tmp.replace(path)
-        sums[str(path.relative_to(root))] = hashlib.sha256(text.encode()).hexdigest()
+        sums[str(path.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return sums
