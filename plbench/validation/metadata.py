@@ -254,9 +254,32 @@ FINDING_KINDS = (
 )
 
 
+# The columns `row_findings` reads: rows equal in them (a procedure's scenarios, its ILE and multi-turn
+# tasks share their reference) get the same findings, found once.
+CLAIM_INPUTS = (
+    "dialect",
+    "reference_code",
+    "setup_sql",
+    "scaffold",
+    "plsql_constructs",
+    "tables_required",
+    "columns_required",
+)
+
+
+def _claim_inputs(row: dict) -> tuple:
+    return tuple(tuple(v) if isinstance(v := row.get(c), list) else v for c in CLAIM_INPUTS)
+
+
 def metadata_accuracy(rows: list[dict]) -> dict:
     """Tasks per kind of finding, per construct, examples `{task_id/dialect: [...]}`, and `plainly_wrong`."""
-    findings = {f"{row['task_id']}/{row['dialect']}": row_findings(row) for row in rows}
+    known: dict[tuple, dict] = {}  # claim inputs -> findings
+    findings = {}
+    for row in rows:
+        key = _claim_inputs(row)
+        if key not in known:
+            known[key] = row_findings(row)
+        findings[f"{row['task_id']}/{row['dialect']}"] = known[key]
     examples = {}
     for kind in FINDING_KINDS:
         hits = {key: f[kind] for key, f in findings.items() if f.get(kind)}
