@@ -26,10 +26,9 @@ def grade_procedure(engine: Engine, task: dict, code: str, schema: str | None = 
         try:
             graded = grade_copied(engine, task, code)
         except ValueError as exc:
-            return [_case(n, "NOT_RUN", REFERENCE_ERROR, str(exc)) for n in range(1, len(calls) + 1)]
+            return _not_run(len(calls), str(exc))
     elif not engine.loaded(schema):
-        why = f"database {task['database']} is not loaded on this server"
-        return [_case(n, "NOT_RUN", REFERENCE_ERROR, why) for n in range(1, len(calls) + 1)]
+        return _not_run(len(calls), f"database {task['database']} is not loaded on this server")
     else:
         graded = grade_task(engine, task, code, schema)
     if graded.passed:
@@ -43,6 +42,10 @@ def grade_procedure(engine: Engine, task: dict, code: str, schema: str | None = 
             detail = graded.detail if n == first else f"fails too; the first failure, call {first}: {graded.detail}"
             rows.append(_case(n, "FAIL", graded.category, detail))
     return rows
+
+
+def _not_run(calls: int, why: str) -> list[dict]:
+    return [_case(n, "NOT_RUN", REFERENCE_ERROR, why) for n in range(1, calls + 1)]
 
 
 def _case(n: int, verdict: str, category: str | None, detail: str) -> dict:

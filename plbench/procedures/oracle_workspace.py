@@ -39,7 +39,7 @@ from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedDatabase
 from plbench.normalize.load import oracle_load_statements
 from plbench.normalize.typemap import TargetName
-from plbench.procedures.workspace import TAMPERED, CallResult, Trace, code_of, why_failed
+from plbench.procedures.workspace import TAMPERED, CallResult, Trace, install, why_failed
 
 TABLES_QUERY = "SELECT table_name FROM user_tables ORDER BY table_name"
 
@@ -145,21 +145,20 @@ class OracleWorkspace:
         trace = OracleTrace()
         with self.engine.session() as session:
             before = _table_names(session)
-            if why := _install(session, self.db.statements):
+            if why := install(session, self.db.statements):
                 raise RuntimeError(f"{self.db.key}: cannot copy its tables on Oracle: {why}")
-            if why := _install(session, setup):
+            if why := install(session, setup):
                 trace.install_error = why
                 return trace
             tables = [t for t in _table_names(session) if t not in before]
-            if why := _install(session, [procedure]):
+            if why := install(session, [procedure]):
                 trace.install_error = why
                 return trace
             trace.initial = self._state(session, tables)[0]
             for index, call in enumerate(calls):
                 done = session.execute(call)
                 state, rows = self._state(session, tables)
-                message = done.error.message if done.error else ""
-                result = CallResult(call, code_of(done), message, tuple(done.lines), state)
+                result = CallResult.of(call, done, state)
                 trace.calls.append(result)
                 trace.rows.append(rows)
                 if inspect is not None and not inspect(index, result):
@@ -185,11 +184,3 @@ def _table_names(session) -> list[str]:
     if not listed.ok:
         raise RuntimeError(f"cannot list USER_TABLES: {why_failed(listed)}")
     return [name for (name,) in listed.rows]
-
-
-def _install(session, statements) -> str | None:
-    for statement in statements:
-        done = session.execute(statement)
-        if not done.ok:
-            return why_failed(done)
-    return None

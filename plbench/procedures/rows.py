@@ -97,8 +97,7 @@ def grade_task(engine, task: dict, candidate: str, schema: str | None = None) ->
     schema = schema or database_schema(task)
     with engine.session(reads=(schema,)) as session:
         db = DatabaseCopy.introspect(session, schema)
-    materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
-    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate)
+    return _graded_on(engine, task, db, candidate)
 
 
 def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None = None) -> Grade:
@@ -106,9 +105,12 @@ def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None
     themselves (Oracle): the copy is made from the database's normalized files under `normalized_dir`
     (default: the build's, BuildConfig.from_env); ValueError when they are not there."""
     folder = database_folder(normalized_dir or BuildConfig.from_env().normalized_dir, task["database"])
-    copy = OracleCopy.read(folder, task["database"])
+    return _graded_on(engine, task, OracleCopy.read(folder, task["database"]), candidate)
+
+
+def _graded_on(engine, task: dict, db: DatabaseCopy | OracleCopy, candidate: str) -> Grade:
     materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
-    return grade_submission(engine, grading_task(task, copy), task["scenario"], materials, suite, candidate)
+    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate)
 
 
 def grade_row(engine, row: TaskRow, candidate: str) -> Grade:

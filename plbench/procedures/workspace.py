@@ -49,6 +49,11 @@ class CallResult:
         """What the grader compares: error code, output lines, every table's state."""
         return (self.error, self.lines, tuple(sorted(self.state.items())))
 
+    @classmethod
+    def of(cls, call: str, done, state: dict[str, tuple[int, str]]) -> CallResult:
+        """The call's result from the engine's ExecResult `done` and the state it left."""
+        return cls(call, code_of(done), done.error.message if done.error else "", tuple(done.lines), state)
+
 
 @dataclass
 class Trace:
@@ -164,7 +169,7 @@ class Workspace:
         state = {}
         if state_query:
             state = {**(unchanged or {}), **(_state(read) if read is not None else self._own_state(state_query))}
-        return CallResult(call, code_of(done), done.error.message if done.error else "", tuple(done.lines), state)
+        return CallResult.of(call, done, state)
 
     def _own_state(self, state_query: str) -> dict[str, tuple[int, str]]:
         done, read = self.session.execute_own(state_query)
@@ -181,14 +186,6 @@ class Workspace:
         done, rows = self.session.execute_own(text)
         return rows if rows is not None else QueryResult(error=done.error, timed_out=done.timed_out)
 
-    def _install(self, statements: list[str]) -> str | None:
-        """Why the setup or the procedure did not install (each on its own: either may fail to parse)."""
-        for statement in statements:
-            done = self.session.execute(statement)
-            if not done.ok:
-                return why_failed(done)
-        return None
-
     def _drop_setup(self) -> None:
         """Back to the plain copy, outside a run (inside one, the run's own callbacks look at its state)."""
         if self._setup is not None and not self._running:
@@ -201,7 +198,7 @@ class Workspace:
             self._drop_setup()
             self.session.execute_own(f"SAVEPOINT {SETUP_SAVEPOINT}")
             self._setup = (setup, tables)
-            why = self._install(list(setup))
+            why = install(self.session, setup)
             self._setup_initial = why if why else self._own_state(self.state_query(list(tables)))
         return self._setup_initial
 
@@ -225,7 +222,7 @@ class Workspace:
         trace = Trace()
         self.session.execute_own(f"SAVEPOINT {RUN_SAVEPOINT}")
         try:
-            if why := self._install([*setup, procedure]):
+            if why := install(self.session, [*setup, procedure]):
                 trace.install_error = why
                 return trace
             trace.initial = self._own_state(self.state_query(tables)) if states else {}
@@ -306,6 +303,15 @@ def _state(result) -> dict[str, tuple[int, str]]:
     for name, rows, digest in result.rows:
         state[name] = (-1, TAMPERED) if rows == -1 else (rows, str(digest or 0))
     return state
+
+
+def install(session, statements) -> str | None:
+    """Why the setup or the procedure did not install (each statement on its own: any may fail to parse)."""
+    for statement in statements:
+        done = session.execute(statement)
+        if not done.ok:
+            return why_failed(done)
+    return None
 
 
 def why_failed(result) -> str:

@@ -87,12 +87,12 @@ def build(config, sources: Sources, engines: dict) -> Staged:
     out, versions = InteractiveOutput(), {}
     for database in sources.procedures.databases:
         seeds = database.seeds
-        made = variant_sources(seeds.seeds, enhanced)
-        orphans = [s for s in made if not _has_twin(s, twins)]
+        kept, orphans = [], []
+        for source in variant_sources(seeds.seeds, enhanced):
+            (kept if _has_twin(source, twins) else orphans).append(source)
         out.seeds += len(orphans)
         why = "neither the seed's A1 task nor a procedures_ile task of it was made"
         out.rejections += [Rejection(NAME, s.seed_id, STAGE, "no_direct_twin", why) for s in orphans]
-        kept = [s for s in made if _has_twin(s, twins)]
         versions |= {s.seed_id: s.validated for s in kept}
         if kept:
             pg_db, oracle_db = databases_of(config, sources.spider, seeds.database)

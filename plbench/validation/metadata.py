@@ -254,8 +254,8 @@ FINDING_KINDS = (
 )
 
 
-# The columns `row_findings` reads: rows equal in them (a procedure's scenarios, its ILE and multi-turn
-# tasks share their reference) get the same findings, found once.
+# The columns `row_findings` is given (it reads nothing else): rows equal in them (a procedure's scenarios,
+# its ILE and multi-turn tasks share their reference) get the same findings, found once.
 CLAIM_INPUTS = (
     "dialect",
     "reference_code",
@@ -267,8 +267,12 @@ CLAIM_INPUTS = (
 )
 
 
-def _claim_inputs(row: dict) -> tuple:
-    return tuple(tuple(v) if isinstance(v := row.get(c), list) else v for c in CLAIM_INPUTS)
+def _claim_inputs(row: dict) -> dict:
+    return {c: row.get(c) for c in CLAIM_INPUTS}
+
+
+def _hashable(claims: dict) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in claims.values())
 
 
 def metadata_accuracy(rows: list[dict]) -> dict:
@@ -276,9 +280,10 @@ def metadata_accuracy(rows: list[dict]) -> dict:
     known: dict[tuple, dict] = {}  # claim inputs -> findings
     findings = {}
     for row in rows:
-        key = _claim_inputs(row)
+        claims = _claim_inputs(row)
+        key = _hashable(claims)
         if key not in known:
-            known[key] = row_findings(row)
+            known[key] = row_findings(claims)  # the projection: findings cannot depend on another column
         findings[f"{row['task_id']}/{row['dialect']}"] = known[key]
     examples = {}
     for kind in FINDING_KINDS:
