@@ -11,6 +11,8 @@ suites read the tables and when they are written.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,3 +49,18 @@ def read_cells(rows: list[dict]) -> list[dict]:
     if not columns:
         return rows
     return [row | {k: row[k].text() for k in columns if isinstance(row[k], FileCell)} for row in rows]
+
+
+def cell_groups(rows: list[dict], max_bytes: int) -> Iterator[list[dict]]:
+    """`rows` in consecutive runs whose FileCells hold at most `max_bytes` of file between them (a run of one
+    row may hold more), so a writer reads one run's cells at a time; a table without cells is one run."""
+    group: list[dict] = []
+    held = 0
+    for row in rows:
+        size = sum(os.path.getsize(v.path) for v in row.values() if isinstance(v, FileCell))
+        if group and held + size > max_bytes:
+            yield group
+            group, held = [], 0
+        group.append(row)
+        held += size
+    yield group

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects.oracle_syntax import gate_release_parts
-from plbench.file_cells import read_cells
+from plbench.file_cells import cell_groups, read_cells
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
@@ -48,6 +48,7 @@ from plbench.taskrow import (
 
 REJECTION_COLUMNS = ("subset", "source_id", "dialect", "level", "stage", "reason_code", "detail")
 REJECTION_SCHEMA = arrow_schema(Rejection, REJECTION_COLUMNS)
+CELL_BYTES_PER_ROW_GROUP = 64 * 2**20  # file-cell text a table's writer holds at once (see _write_table)
 CONTENT_FIELDS = ("prompt", "signature", "setup_sql", "scaffold", "test_block", "test_cases")  # the diff's "changed"
 
 
@@ -117,8 +118,12 @@ def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
 
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
+    """One row group per run of rows holding CELL_BYTES_PER_ROW_GROUP of file cells: databases.parquet's
+    decisions are 415 MB of text over the mirror, and read at once they set the build's peak memory."""
     path.parent.mkdir(exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(read_cells(rows), schema=schema), path, compression="zstd")
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        for group in cell_groups(rows, CELL_BYTES_PER_ROW_GROUP):
+            writer.write_table(pa.Table.from_pylist(read_cells(group), schema=schema))
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
