@@ -484,6 +484,31 @@ def test_the_release_gate_runs_three_trivial_candidates_on_every_procedure_row(p
     }
 
 
+def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grading_inputs(
+    part, pg_engine, monkeypatch
+):
+    from plbench.grading import trivial
+
+    one = dataclasses.replace(part, rows=[r for r in _rows_of(part, REPORT) if r.scenario == "a1"])
+    turns = {r.key: dataclasses.replace(r, subset="multiturn", task_id=f"multiturn/{r.task_id}") for r in one.rows}
+    made = {turns[key].key: code for key, code in one.trivial_candidates.items() if key in turns}
+    twin = dataclasses.replace(one, subset="multiturn", rows=list(turns.values()), trivial_candidates=made)
+    graded, grade = [], trivial.grade
+    monkeypatch.setattr(
+        trivial,
+        "grade",
+        lambda engine, task, code, schema: graded.append(task["subset"]) or grade(engine, task, code, schema),
+    )
+    gated = trivial.gate_parts([one, twin], pg_engine)
+    [postgres] = [r.key for r in one.rows if r.dialect == "postgres"]
+    codes = {code for _, code in one.trivial_candidates[postgres]}  # noop and state_change_removed may be one code
+    assert graded == ["procedures"] * len(codes)  # the twin part's row is graded by the verdicts of the first
+    for out, name in zip(gated, ("procedures", "multiturn")):
+        group = out.manifest["trivial_candidates"][name]["groups"][f"{name}/postgres"]
+        assert group["tasks"] == 1 and all(c == {"ran": 1, "passed": []} for c in group["candidates"].values())
+    assert [len(p.rows) for p in gated] == [2, 2]
+
+
 def test_oracle_procedure_rows_are_parsed_statement_by_statement(part):
     from plbench.dialects.oracle_syntax import release_statements
 

@@ -99,12 +99,13 @@ def run_trivial(
     schemas: dict[tuple[str, str], str],
     workers: int = 1,
     candidates_of: Callable[[dict], list[tuple[str, str]]] = trivial_candidates,
+    known: dict[tuple, bool] | None = None,
 ) -> dict[tuple, dict[str, bool]]:
     """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
     engine's dialect, `workers` at a time; `schemas` maps (database, dialect) to its loaded schema.
-    A candidate is graded once per distinct `grading_inputs` of the tasks it is given."""
-
-    known: dict[tuple, bool] = {}  # (what the verdict depends on, code) -> passed
+    A candidate is graded once per distinct `grading_inputs` of the tasks it is given, and not at all
+    where `known` ((what the verdict depends on, code) -> passed, filled as it goes) holds its verdict."""
+    known = {} if known is None else known
 
     def verdicts(task: dict) -> dict[str, bool]:
         schema = schemas.get((task.get("database"), task["dialect"]))
@@ -180,10 +181,10 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
         key = (task["task_id"], task["dialect"])
         return made[key] if key in made else subset(task["subset"]).trivial_candidates(by_key[key])
 
-    gated = {}
+    gated, known = {}, {}  # known: verdicts shared by the parts (multiturn's turns are procedures_ile's rounds)
     for part in present:
         records = task_records(part.rows)
-        results = run_trivial(records, engine, schemas, workers, candidates_of)
+        results = run_trivial(records, engine, schemas, workers, candidates_of, known)
         gated[part.subset] = _with_gate(part, *trivial_gate(records, results))
     return [gated[p.subset] if p is not None else None for p in parts]
 
