@@ -2,23 +2,33 @@
 seeds, and time against building the same seeds in the same run.
 
 For each sampled database (every k-th of the mirror's, in name order): read, normalize, load into PostgreSQL,
-run its gold queries, build and validate its seeds (the baseline), then up to N ILE rounds per seed. Prints
-seeds, enhanced seeds and their accepted rounds, episodes of 3-5 turns, acceptance per rule template,
-rejections by reason, mean statements and cyclomatic complexity per round, and seconds; then the Interactive
-variants of the same seeds (plbench.interactive.stages, deterministic perturbations, each gated by execution)
-by subset `interactive`'s rule (variant_sources: an enhanced seed's final round, twin its procedures_ile task;
-any other seed as it is), per dialect, with the variants of final rounds and of plain seeds and the omissions
-the previous round's reference proved: an upper bound of the subset, which also needs a plain seed's A1 twin.
+run its gold queries; then, stage by stage as the build runs them (`--workers N` databases side by side, one
+engine, threads: plbench.procedures.parallel, as BuildConfig.procedure_workers does): build and validate its
+seeds (the baseline), up to N ILE rounds per seed (plbench.operators.procedural_stage.build_ile, the build's
+function), and the Interactive variants (`--interactive-workers`, default `--workers`). Prints seeds, enhanced
+seeds and their accepted rounds, episodes of 3-5 turns, acceptance per rule template, rejections by reason,
+mean statements and cyclomatic complexity per round, and seconds; then the Interactive variants of the same
+seeds (plbench.interactive.stages, deterministic perturbations, each gated by execution) by subset
+`interactive`'s rule (variant_sources: an enhanced seed's final round, twin its procedures_ile task; any other
+seed as it is), per dialect, with the variants of final rounds and of plain seeds and the omissions the
+previous round's reference proved: an upper bound of the subset, which also needs a plain seed's A1 twin.
 With --plain-baseline it also perturbs every seed as it is (the rule before final rounds were perturbed) in
-the same run, and prints both times.
+the same run, and prints both times. The last line projects ILE + interactive onto the mirror's databases.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedural_ile_sample.py [--every 32 | --databases 10]
-        [--rounds 3] [--plain-baseline]
+        [--rounds 3] [--workers 2] [--plain-baseline] [--dump out.json]
+
+`--dump` writes every enhanced seed (each version's suite and strength, clauses, rules), procedures_ile task,
+multiturn turn, rejection, ledger entry and Interactive row of the sample as JSON, and `--compare` prints where
+two such dumps differ (by id; bench/procedures_sample.compare), so a change to ILE or the perturbations can
+show its output is the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from collections import Counter
@@ -27,28 +37,68 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.procedures_sample import mirror_spider  # noqa: E402
+from bench.procedures_sample import STRENGTH_FIELDS, compare, load, mirror_spider  # noqa: E402
 from plbench.config import BuildConfig  # noqa: E402
 from plbench.engines.postgres import PostgresEngine  # noqa: E402
 from plbench.interactive.stages import InteractiveOutput, database_variants, ile_twins, variant_sources  # noqa: E402
 from plbench.interactive.tasks import plain_source  # noqa: E402
-from plbench.normalize.emit import normalize  # noqa: E402
-from plbench.normalize.load import load_postgres  # noqa: E402
-from plbench.normalize.sqlite_source import read_sqlite  # noqa: E402
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer  # noqa: E402
 from plbench.operators.procedural_ile import ProcedureRuleProposer  # noqa: E402
-from plbench.operators.procedural_stage import ProceduralIle, database_ile, summary  # noqa: E402
+from plbench.operators.procedural_stage import build_ile, summary  # noqa: E402
+from plbench.procedures.parallel import each_database  # noqa: E402
 from plbench.procedures.seeds import database_seeds  # noqa: E402
 from plbench.procedures.stages import selected_databases  # noqa: E402
-from plbench.spider import gold  # noqa: E402
 from plbench.spider.stages import ingest_spider1  # noqa: E402
+from plbench.taskrow import as_record  # noqa: E402
 
 
-def timed_variants(engine, pg, oracle, sources, out: InteractiveOutput) -> float:
-    """Perturb `sources` into `out`; the seconds it took."""
+def _json(value):
+    return json.loads(json.dumps(value, default=str))
+
+
+def _version(v) -> dict:
+    strength = {k: getattr(v.strength, k) for k in STRENGTH_FIELDS}
+    return {"reference": v.seed.procedure.render("postgres"), "suite": v.suite.to_json(v.seed), "strength": strength}
+
+
+def dumped_ile(stage) -> dict:
+    """procedural ILE's output by id: enhanced seeds (every version), tasks, turns, rejections, the ledger."""
+    found = {}
+    for db in stage.databases:
+        for e in db.enhanced:
+            history = [_version(v) for v in e.history]
+            found[f"enhanced {e.history[0].seed.seed_id}"] = {
+                "rules": e.rules,
+                "clauses": e.clauses,
+                "history": history,
+            }
+        for t in db.tasks:
+            found[f"task {t.task_id} {t.dialect}"] = {k: v for k, v in dataclasses.asdict(t).items() if k != "measured"}
+        for t in db.turns:
+            found[f"turn {t.task.task_id} {t.task.dialect}"] = dataclasses.asdict(t)
+        for r in db.rejections + db.multiturn_rejections:
+            found.setdefault(f"rejection {r.subset} {r.source_id} {r.stage}", []).append([r.reason_code, r.detail])
+        found[f"ledger {db.database}"] = [dataclasses.asdict(e) for e in db.ledger.entries]
+        found[f"reference_failures {db.database}"] = db.reference_failures
+    return _json(found)
+
+
+def dumped_interactive(out: InteractiveOutput) -> dict:
+    found = {f"row {r.task_id} {r.dialect}": as_record(r) for r in out.rows}
+    for r in out.rejections:
+        found.setdefault(f"rejection {r.subset} {r.source_id} {r.stage}", []).append([r.reason_code, r.detail])
+    found["ledger interactive"] = [dataclasses.asdict(e) for e in out.ledger.entries]
+    return _json(found)
+
+
+def timed_variants(engine, jobs, workers: int) -> tuple[InteractiveOutput, float]:
+    """Every (pg, oracle, sources) of `jobs` perturbed, `workers` databases side by side; and the seconds."""
     start = time.perf_counter()
-    out.extend(database_variants(engine, pg, oracle, sources, DeterministicPerturbationProposer()))
-    return time.perf_counter() - start
+    out = InteractiveOutput()
+    proposer = DeterministicPerturbationProposer()
+    for part in each_database(lambda job: database_variants(engine, *job, proposer), jobs, workers):
+        out.extend(part)
+    return out, time.perf_counter() - start
 
 
 def print_variants(label: str, out: InteractiveOutput, seconds: float, baseline: float) -> None:
@@ -64,8 +114,14 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=32, help="take every k-th database")
     parser.add_argument("--databases", type=int, help="take the databases the build takes with this cap")
     parser.add_argument("--rounds", type=int, default=3, help="ILE rounds per seed at most")
+    parser.add_argument("--workers", type=int, default=1, help="databases built side by side (seeds, ILE)")
+    parser.add_argument("--interactive-workers", type=int, help="databases perturbed side by side (--workers)")
     parser.add_argument("--plain-baseline", action="store_true", help="also perturb every seed as it is, timed")
+    parser.add_argument("--dump", help="write the sample's ILE and Interactive output to this JSON file")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two dumps, then stop")
     args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
     config = BuildConfig.from_env()
     root, queries, every_name = mirror_spider(config)
     if args.databases:
@@ -73,35 +129,25 @@ def main() -> None:
     else:
         names = every_name[:: args.every]
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
-    stage = ProceduralIle(executed=("postgres",), rounds=args.rounds)
-    interactive, plain = InteractiveOutput(), InteractiveOutput()
-    seeds_s, ile_s, interactive_s, plain_s = 0.0, 0.0, 0.0, 0.0
-    for name in names:
-        path = root / "database" / name / f"{name}.sqlite"
-        source = read_sqlite(path, "spider1", name, str(path))
-        pg, oracle = normalize(source, "postgres"), normalize(source, "oracle")
-        start = time.perf_counter()
-        with engine.connection() as conn:
-            if not load_postgres(conn, pg).verified:
-                continue
-        with engine.session(reads=(pg.schema_name,)) as session:
-            equivalence = gold.check_database(path, pg, [q for q in queries if q.db_id == name], session, oracle)
-        seeds = database_seeds(engine, pg, oracle, equivalence)
-        middle = time.perf_counter()
-        db = database_ile(engine, pg, oracle, seeds.seeds, ProcedureRuleProposer(), args.rounds)
-        seeds_s += middle - start
-        ile_s += time.perf_counter() - middle
-        stage.databases.append(db)
-        interactive_s += timed_variants(engine, pg, oracle, variant_sources(seeds.seeds, ile_twins([db])), interactive)
-        if args.plain_baseline:
-            plain_s += timed_variants(engine, pg, oracle, [plain_source(v) for v in seeds.seeds], plain)
-        print(f"{name}: {len(seeds.seeds)} seeds, {len(db.enhanced)} enhanced", flush=True)
-    stage.seconds = ile_s
+    loaded = {name: db for name in names if (db := load(engine, root, queries, name)) is not None}
+    start = time.perf_counter()
+    found = each_database(lambda name: database_seeds(engine, *loaded[name]), list(loaded), args.workers)
+    seeds = dict(zip(loaded, found))
+    seeds_s = time.perf_counter() - start
+    stage = build_ile(
+        seeds, lambda name: loaded[name][:2], engine, ProcedureRuleProposer(), args.rounds, None, args.workers
+    )
+    ile_s = stage.seconds
+    twins = ile_twins(stage.databases)
+    jobs = [(*loaded[n][:2], variant_sources(s.seeds, twins)) for n, s in seeds.items() if s.seeds]
+    interactive_workers = args.interactive_workers or args.workers
+    interactive, interactive_s = timed_variants(engine, jobs, interactive_workers)
     section = summary(stage)
     ledger = stage.ledger
     by_rule = Counter((e.rule_id, e.verdict) for e in ledger.entries)
     enhanced = [e for db in stage.databases for e in db.enhanced]
-    print(f"\ndatabases: {len(names)} sampled; seeds {section['seeds']}, enhanced {section['enhanced']}")
+    print(f"\ndatabases: {len(names)} sampled, {len(loaded)} loaded; seeds {section['seeds']}")
+    print(f"enhanced {section['enhanced']}")
     print(f"enhanced with >= 2 accepted rounds: {sum(e.rounds >= 2 for e in enhanced)}; rounds {section['rounds']}")
     print(f"episodes of 3-5 turns: {section['episodes']}")
     for rule in sorted({r for r, _ in by_rule}):
@@ -113,12 +159,23 @@ def main() -> None:
             f"round {i}: {r['references']} references, statements {r['statements_mean']}, "
             f"cyclomatic {r['cyclomatic_mean']}"
         )
-    print(f"load + gold check + seeds (baseline): {seeds_s:7.1f} s")
-    print(f"ILE ({args.rounds} rounds at most): {ile_s:7.1f} s ({ile_s / max(seeds_s, 1e-9):.1f}x)")
-    print_variants("interactive variants (final rounds of enhanced seeds)", interactive, interactive_s, seeds_s)
+    print(f"seeds (baseline), {args.workers} worker(s): {seeds_s:7.1f} s")
+    ratio = ile_s / max(seeds_s, 1e-9)
+    print(f"ILE ({args.rounds} rounds at most), {args.workers} worker(s): {ile_s:7.1f} s ({ratio:.1f}x)")
+    label = f"interactive variants (final rounds of enhanced seeds), {interactive_workers} worker(s)"
+    print_variants(label, interactive, interactive_s, seeds_s)
     if args.plain_baseline:
+        plain_jobs = [(*loaded[n][:2], [plain_source(v) for v in s.seeds]) for n, s in seeds.items() if s.seeds]
+        plain, plain_s = timed_variants(engine, plain_jobs, interactive_workers)
         print_variants("interactive variants (every seed plain, the old rule)", plain, plain_s, seeds_s)
         print(f"final rounds vs plain: {interactive_s - plain_s:+.1f} s")
+    total = ile_s + interactive_s
+    print(
+        f"ILE + interactive: {total:7.1f} s; projected on the mirror's {len(every_name)} databases: "
+        f"{total * len(every_name) / len(names) / 60:.1f} min"
+    )
+    if args.dump:
+        Path(args.dump).write_text(json.dumps({**dumped_ile(stage), **dumped_interactive(interactive)}, sort_keys=True))
     engine.close()
 
 
