@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from plbench.dialects.static_checks import check_block_structure
+from plbench.engines import pg_session
 from plbench.procedures.build import context
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
@@ -346,6 +347,43 @@ def test_built_runs_keep_their_setup_and_give_what_a_plain_run_gives(seeds, work
         broken.install_error
     )
     assert [c.observed() for c in run_seed(workspace, v.seed, _calls(v)).calls] == [r.observed() for r in expected]
+
+
+def test_copy_reads_are_asked_once_until_a_rescale(seeds, workspace, monkeypatch):
+    """A read of the plain copy between built runs sees the copy without the setup; asked again, it is answered
+    without a round trip (the setup stays applied for the next built run); a rescale changes the copy, so it
+    is asked again."""
+    v = seeds["procfix/train/1/status_update"]
+    run_seed(workspace, v.seed, _calls(v))
+    described = workspace.copy_read("SELECT * FROM customer LIMIT 0", own=False)
+    assert described.ok and "review_status" not in described.columns
+    counted = workspace.copy_read("SELECT pg_catalog.count(*) FROM customer")
+    run_seed(workspace, v.seed, _calls(v))
+    trips = []
+    monkeypatch.setattr(workspace.session, "execute_own", lambda *a, **k: trips.append(a))
+    monkeypatch.setattr(workspace.session, "query", lambda *a, **k: trips.append(a))
+    assert workspace.copy_read("SELECT * FROM customer LIMIT 0", own=False) is described
+    assert workspace.copy_read("SELECT pg_catalog.count(*) FROM customer") is counted and trips == []
+    monkeypatch.undo()
+    workspace.rescale({"customer": 2})
+    assert workspace.copy_read("SELECT pg_catalog.count(*) FROM customer").rows == [(2 * counted.rows[0][0],)]
+
+
+def test_built_runs_leave_no_savepoint_behind(seeds, workspace):
+    """The savepoints the session opens for a built run's install and calls go with the next run's rollback:
+    a session of thousands of runs does not nest thousands of subtransactions (PostgreSQL walks every open
+    one to see each row the session copied). A mutant that does not install leaves none either."""
+    v = seeds["procfix/train/1/status_update"]
+    run_seed(workspace, v.seed, _calls(v))
+    opened = workspace.session._statements  # the session numbers its savepoints
+    run_seed(workspace, v.seed, _calls(v))
+    assert run_seed(workspace, v.seed, _calls(v), "CREATE PROCEDURE broken(").install_error.startswith("42601")
+    last = workspace.session._statements
+    again = run_seed(workspace, v.seed, _calls(v))
+    assert [c.observed() for c in again.calls] == [r.observed() for r in v.suite.expected]
+    for n in range(opened + 1, last + 1):  # the two runs' savepoints, before the last run's rollback
+        released, _ = workspace.session.execute_own(f"RELEASE SAVEPOINT {pg_session._SAVEPOINT}_{n}")
+        assert released.error is not None and released.error.code == "3B001", n  # no such savepoint
 
 
 def test_a_database_without_rows_gives_no_seed_and_runs_nothing(fixture):

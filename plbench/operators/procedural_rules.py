@@ -108,7 +108,7 @@ def count_at_gold(ctx: RuleContext, tree: exp.Select, scalar: bool = False):
             else n
         )
     )
-    result = ctx.workspace.query(text.sql(dialect="postgres"))
+    result = ctx.workspace.copy_read(text.sql(dialect="postgres"), own=False)
     if not (result.ok and result.rows):
         return None
     value = result.rows[0][0]
@@ -202,7 +202,9 @@ def _qualifier(tree: exp.Expression) -> str:
 
 
 def _has_null(ctx: RuleContext, column: TableColumn) -> bool:
-    result = ctx.workspace.query(f"SELECT COUNT(*) FROM {column.table} WHERE {column.names['postgres']} IS NULL")
+    result = ctx.workspace.copy_read(
+        f"SELECT COUNT(*) FROM {column.table} WHERE {column.names['postgres']} IS NULL", own=False
+    )
     return result.ok and result.rows[0][0] > 0
 
 
@@ -317,8 +319,9 @@ def _wrap_written(ctx: RuleContext, index: int, wrap: Callable[[exp.Expression],
 def _lower_median_of(ctx: RuleContext, index: int):
     column = _written(action(ctx.seed.procedure).trees["postgres"])[index].unalias()
     table, col = resolve_column(column, ctx.pg_db)
-    result = ctx.workspace.query(
-        f"SELECT DISTINCT {col.target.sql} FROM {table.target.sql} WHERE {col.target.sql} IS NOT NULL ORDER BY 1"
+    result = ctx.workspace.copy_read(
+        f"SELECT DISTINCT {col.target.sql} FROM {table.target.sql} WHERE {col.target.sql} IS NOT NULL ORDER BY 1",
+        own=False,
     )
     values = [r[0] for r in result.rows] if result.ok else []
     return values[(len(values) - 1) // 2] if len(values) >= 2 else None

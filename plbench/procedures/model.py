@@ -18,28 +18,38 @@ from plbench.procedures.lift import Param
 
 @dataclass(frozen=True)
 class Sql:
-    """A DML statement: `kind` is delete / insert / update."""
+    """A DML statement: `kind` is delete / insert / update.
+
+    Its trees are never edited once it exists (an edit makes a new statement of copies), so each dialect's
+    text is generated once: a mutant or an ILE round keeps its reference's other statements, texts and all."""
 
     kind: str
     trees: dict[str, exp.Expression]
+    _rendered: dict = field(default_factory=dict, compare=False, repr=False)  # dialect -> text
 
     def render(self, dialect: str) -> str:
-        return self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot) + ";"
+        if dialect not in self._rendered:
+            self._rendered[dialect] = self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot) + ";"
+        return self._rendered[dialect]
 
 
 @dataclass(frozen=True)
 class CountInto:
-    """`SELECT COUNT(*) INTO var FROM … WHERE …` (a tree of `SELECT COUNT(*) FROM …` per dialect)."""
+    """`SELECT COUNT(*) INTO var FROM … WHERE …` (a tree of `SELECT COUNT(*) FROM …` per dialect; rendered
+    once per dialect, as Sql is)."""
 
     var: str
     trees: dict[str, exp.Select]
+    _rendered: dict = field(default_factory=dict, compare=False, repr=False)  # dialect -> text
 
     def render(self, dialect: str) -> str:
-        text = self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot)
-        head = "SELECT COUNT(*)"
-        if not text.startswith(head):
-            raise ValueError(f"not a count query: {text[:60]}")
-        return f"{head} INTO {self.var}{text[len(head) :]};"
+        if dialect not in self._rendered:
+            text = self.trees[dialect].sql(dialect=PROCEDURE_TEXT[dialect].sqlglot)
+            head = "SELECT COUNT(*)"
+            if not text.startswith(head):
+                raise ValueError(f"not a count query: {text[:60]}")
+            self._rendered[dialect] = f"{head} INTO {self.var}{text[len(head) :]};"
+        return self._rendered[dialect]
 
 
 @dataclass(frozen=True)

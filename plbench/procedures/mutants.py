@@ -9,7 +9,7 @@ state) or when it does not install.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -55,7 +55,7 @@ def _edit_nodes(proc: Procedure, select: Callable, edit: Callable, label: str, o
                         edited[dialect] = edit(nodes[k])
                         nodes[k].replace(edited[dialect])
                     trees[dialect] = copy
-                return type(s)(*(trees if f == "trees" else getattr(s, f) for f in s.__dataclass_fields__))
+                return replace(s, trees=trees, _rendered={})
 
             body = rebuild(proc.body, change)
             node = select(statement.trees["postgres"])[k]

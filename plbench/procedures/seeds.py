@@ -136,9 +136,10 @@ def not_seedable(pg_db: NormalizedDatabase, equivalence: list) -> DatabaseSeeds 
     return out
 
 
-def validate(seed: Seed, workspace: Workspace, shuffled: Workspace) -> ValidatedSeed:
-    """Call suite, strengthened against surviving mutants; SuiteRejected when a trivial candidate passes."""
-    suite = build_suite(seed, workspace, shuffled)
+def validate(seed: Seed, workspace: Workspace, shuffled: Workspace, explored=None) -> ValidatedSeed:
+    """Call suite, strengthened against surviving mutants; SuiteRejected when a trivial candidate passes
+    (`explored`: the candidate calls' run when it was made already, suites.explore)."""
+    suite = build_suite(seed, workspace, shuffled, explored)
     strength = measure(workspace, seed, suite)
     if strength.surviving:
         stronger = strengthen(workspace, shuffled, seed, suite, strength.surviving)

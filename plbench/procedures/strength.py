@@ -33,8 +33,9 @@ class Strength:
     survivors: list[str] = field(default_factory=list)  # "<operator>: <description>"
     surviving: list[Mutant] = field(default_factory=list)
     trivial_passed: list[str] = field(default_factory=list)  # trivial candidates that pass the suite
-    # procedure text -> fails_suite's answer on the suite, for every mutant and trivial candidate measured
-    # (the adapters ask about some of them again: AdapterContext.verdicts starts from these)
+    # procedure text -> fails_suite's answer on the suite, for every mutant and trivial candidate measured, and
+    # what procedural ILE ran on it (the round's reference, the previous round's): the adapters and the
+    # perturbation gates ask about some of them again (AdapterContext.verdicts starts from these)
     verdicts: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -138,18 +139,23 @@ def strengthen(
 ) -> CallSuite:
     """The suite with a call appended for each surviving mutant that some wider argument tells apart.
 
-    The wider arguments run after the suite in one reference run and one run per survivor; the first
-    call where a survivor differs is appended (it may still survive there, since the state before that
-    call differs; `measure` says so afterwards)."""
+    The wider arguments run after the suite in one reference run and one run per survivor, which stops at
+    the first call where the survivor differs: that call is appended (it may still survive there, since the
+    state before that call differs; `measure` says so afterwards)."""
     pool = [a for a in wide_args(seed, workspace) if a not in suite.args]
     if not pool or not survivors:
         return suite
     base = [r.call for r in suite.expected]
     calls = base + [call_text(seed, a, "postgres") for a in pool]
     reference = run_seed(workspace, seed, calls)
+
+    def same_so_far(index: int, result) -> bool:
+        return index < len(reference.calls) and result.observed() == reference.calls[index].observed()
+
     added = list(suite.args)
     for mutant in survivors:
-        index = _diverging_index(reference, run_seed(workspace, seed, calls, mutant.procedure.render("postgres")))
+        run = run_seed(workspace, seed, calls, mutant.procedure.render("postgres"), inspect=same_so_far)
+        index = _diverging_index(reference, run)
         if index is not None and index >= len(base) and pool[index - len(base)] not in added:
             added.append(pool[index - len(base)])
     return suite if len(added) == len(suite.args) else record_suite(seed, added, workspace, shuffled)

@@ -105,7 +105,7 @@ def column_values(workspace: Workspace, param: Param) -> list:
         f"SELECT DISTINCT {param.column['postgres']} FROM {param.table['postgres']} "
         f"WHERE {param.column['postgres']} IS NOT NULL ORDER BY 1 LIMIT 500"
     )
-    result = workspace.read(q)
+    result = workspace.copy_read(q)
     return [r[0] for r in result.rows] if result.ok else []
 
 
@@ -148,10 +148,18 @@ def run_seed(workspace: Workspace, seed: Seed, calls: list[str], procedure: str 
     return workspace.run_built(seed.setup["postgres"], text, calls, seed.writes, **kw)
 
 
-def build_suite(seed: Seed, workspace: Workspace, shuffled: Workspace) -> CallSuite:
-    """The seed's call suite; SuiteRejected when too few calls matter or the reference is not deterministic."""
+def explore(seed: Seed, workspace: Workspace) -> tuple[list[tuple], Trace]:
+    """The candidate calls' arguments, and the reference's run of them all from the initial state."""
     candidates = candidate_args(seed, workspace)
-    trace = run_seed(workspace, seed, [call_text(seed, a, "postgres") for a in candidates])
+    return candidates, run_seed(workspace, seed, [call_text(seed, a, "postgres") for a in candidates])
+
+
+def build_suite(
+    seed: Seed, workspace: Workspace, shuffled: Workspace, explored: tuple[list[tuple], Trace] | None = None
+) -> CallSuite:
+    """The seed's call suite; SuiteRejected when too few calls matter or the reference is not deterministic
+    (`explored`: `explore`'s answer when it was asked already)."""
+    candidates, trace = explored or explore(seed, workspace)
     if trace.install_error:
         raise SuiteRejected("reference_does_not_install", trace.install_error)
     kept, before = [], trace.initial

@@ -129,6 +129,7 @@ class Workspace:
         self._setup_initial: dict[str, tuple[int, str]] | str = {}
         self._running = False
         self._run_left = False  # a built run's changes are still there (its rollback goes with the next install)
+        self._remembered: dict[tuple[str, str], QueryResult] = {}  # (how, text) -> a read of the plain copy
         self._copy([self._copy_statement(table, shuffled, 1) for table in self.tables])
 
     def _copy_statement(self, table: str, shuffled: bool, times: int) -> str:
@@ -151,6 +152,7 @@ class Workspace:
         """Make each table of `scale` hold its rows that many times over (B2's timing copy), every other
         table its rows once; only the tables whose factor changes are copied again."""
         self._drop_setup()
+        self._remembered.clear()
         wanted = {t: n for t, n in scale.items() if n > 1}
         changed = [t for t in sorted(set(self.scale) | set(wanted)) if self.scale.get(t, 1) != wanted.get(t, 1)]
         if changed:
@@ -185,6 +187,15 @@ class Workspace:
         self._drop_setup()
         done, rows = self.session.execute_own(text)
         return rows if rows is not None else QueryResult(error=done.error, timed_out=done.timed_out)
+
+    def copy_read(self, text: str, own: bool = True) -> QueryResult:
+        """`read` (`own`) or `query` of the plain copy, remembered by text: the build's reads of the data
+        between runs (column values, counts), which only a rescale changes. A remembered answer leaves the
+        setup applied, so the next built run of it does not apply it again."""
+        key = ("read" if own else "query", text)
+        if key not in self._remembered:
+            self._remembered[key] = self.read(text) if own else self.query(text)
+        return self._remembered[key]
 
     def _drop_setup(self) -> None:
         """Back to the plain copy, outside a run (inside one, the run's own callbacks look at its state)."""
@@ -251,11 +262,13 @@ class Workspace:
         if isinstance(initial, str):
             trace.install_error = initial
             return trace
-        # The last run's rollback goes ahead of the install; the run's savepoint is in the procedure's own
-        # statement, so when that fails neither is left
+        # The last run's rollback and this run's savepoint go ahead of the install, below the savepoints the
+        # session opens for the install and each call, so the next rollback takes those too: a session of
+        # thousands of runs keeps a few subtransactions open, not thousands (PostgreSQL walks every open one
+        # to see a row this transaction wrote, such as each row of the copy).
         undo = f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}; " if self._run_left else ""
-        done = self.session.execute(f"SAVEPOINT {RUN_SAVEPOINT}; {procedure}", before=undo)
-        self._run_left = done.ok
+        done = self.session.execute(procedure, before=f"{undo}SAVEPOINT {RUN_SAVEPOINT}; ")
+        self._run_left = True
         if not done.ok:
             trace.install_error = why_failed(done)
             return trace
