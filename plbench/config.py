@@ -105,8 +105,9 @@ class BuildConfig:
     # at a load average of 10 on this 2-core machine, 11 seeds a database (bench/procedures_sample.py --every
     # 16: 11 databases, 120 seeds, 687 s): all 163 would add hours to the build, so the default takes 10.
     procedure_databases: int = PROCEDURE_DATABASES
-    # Databases the procedures stages build side by side (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine,
-    # plbench.procedures.parallel). The output is the same for any number, so it is no part of the fingerprint.
+    # Databases the procedures stages (seeds, scenarios, procedural ILE, interactive) build side by side
+    # (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine, plbench.procedures.parallel). The output is the
+    # same for any number, so it is no part of the fingerprint.
     # bench/procedures_sample.py --every 20 (9 databases, 120 seeds) on these 2 cores, load 2.6-4.8 from other
     # work: 1 worker 50.4 and 56.6 s, 2 workers 39.8 and 29.6 s, 3 workers 28.1 s; 2, as 3 gained no more.
     procedure_workers: int = PROCEDURE_WORKERS

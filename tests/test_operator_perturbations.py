@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 import sqlglot
 
+from plbench.operators import perturbation_proposers
 from plbench.operators.facts import facts_of, key_comparisons
 from plbench.operators.framework import Ledger
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer, catalogue_perturbation
@@ -325,6 +326,17 @@ def test_a_whole_perturbed_requirement_and_its_ledger(ctx_of):
         "information_omission": 1,
         "knowledge_injection": 1,
     }
+
+
+def test_the_seed_s_facts_are_found_once_for_every_operator(ctx_of, monkeypatch):
+    """Each of the four operators asks the proposer about the same seed: the catalogue is searched once."""
+    searched = []
+    real = perturbation_proposers.facts_of
+    monkeypatch.setattr(perturbation_proposers, "facts_of", lambda *args: searched.append(args) or real(*args))
+    ledger = Ledger()
+    result = perturb(ctx_of(CHECKED), DeterministicPerturbationProposer(), ledger)
+    assert [e.op for e in result.ledger] == ["jargon", "mask", "contradiction", "env_contradiction"]
+    assert len({e.round for e in ledger.entries}) == 4 and len(searched) == 1
 
 
 def _state(ctx):

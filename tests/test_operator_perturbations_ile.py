@@ -13,8 +13,10 @@ from plbench.operators.facts import facts_of
 from plbench.operators.framework import Ledger
 from plbench.operators.perturbation_proposers import DeterministicPerturbationProposer, catalogue_perturbation
 from plbench.operators.perturbations import INFORMATION_OMISSION, PerturbedState, perturb
-from plbench.operators.procedural_ile import ProcedureRuleProposer, enhance
+from plbench.operators.procedural_ile import ProcedureRuleProposer, enhance, previous_reference
+from plbench.procedures import tasks
 from plbench.procedures.build import context
+from plbench.procedures.strength import fails_suite
 
 SEED = "procfix/train/5/status_update"
 CLAUSE = (
@@ -101,3 +103,19 @@ def test_the_unique_key_reading_of_a_final_round_limits_the_query_insert_not_the
     assert f"{rows};" in final and audit in final
     assert fact.ignored.render("postgres") == final.replace(f"{rows};", f"{rows} LIMIT 1;")
     assert "INSERT INTO orders_audit (procedure_name, row_count) VALUES" in fact.ignored.render("oracle")
+
+
+def test_the_omission_gate_is_answered_by_what_ile_ran(enhanced, fixture, env, monkeypatch):
+    """ILE's distinguishing gate ran the previous round's reference on the final round's suite; the omission
+    gate asks the same, and gets that answer (the one a run gives) without running it again."""
+    out, _ = enhanced
+    previous = previous_reference(out.history[-2].seed, out.final.seed)
+    kept = out.final.strength.verdicts[previous]
+    assert kept and kept == fails_suite(env.workspace, out.final.seed, out.final.suite, previous)
+    ran = []
+    monkeypatch.setattr(tasks, "fails_suite", lambda *args: ran.append(args[-1]) or fails_suite(*args))
+    ctx = context(out.final, fixture.pg, fixture.oracle, env.workspace, frozenset({"postgres"}))
+    result = perturb(ctx, DeterministicPerturbationProposer(), Ledger(), previous=out.history[-2].seed)
+    masked = next(e for e in result.ledger if e.op == "mask")
+    assert masked.evidence == f"the previous ILE round's reference differs: {kept}"
+    assert ran and previous not in ran

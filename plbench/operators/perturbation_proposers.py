@@ -17,6 +17,8 @@ from plbench.operators.inputs import task_rng
 from plbench.operators.perturbations import Perturbation, PerturbRequest
 from plbench.operators.proposers import ChatProposer, ask_json
 
+FACTS = "perturbation facts"  # the AdapterContext.checked key of seed_facts
+
 
 def jargon_term(task_id: str) -> str:
     return task_rng(task_id, "jargon").choice(JARGON_WORDS)
@@ -42,12 +44,21 @@ def catalogue_perturbation(fact: Fact, op: str, term: str) -> Perturbation:
     return Perturbation(rule_id, op, "", other, key, answer, opposite, fact.fact_id)
 
 
+def seed_facts(request: PerturbRequest) -> list[Fact]:
+    """The catalogue's facts of the request's seed (and previous ILE round), found once for every op asked
+    of it: kept in the context, with the previous round they were found with."""
+    previous, held = request.state.previous, request.ctx.checked.get(FACTS)
+    if held is None or held[0] is not previous:
+        held = request.ctx.checked[FACTS] = (previous, facts_of(request.ctx.seed, previous))
+    return held[1]
+
+
 class DeterministicPerturbationProposer:
     name = DETERMINISTIC
 
     def proposals(self, request: PerturbRequest) -> Iterator[Perturbation]:
         state = request.state
-        facts = [f for f in facts_of(request.ctx.seed, state.previous) if request.op in f.kind.ops]
+        facts = [f for f in seed_facts(request) if request.op in f.kind.ops]
         task_rng(state.task_id, f"facts:{request.op}").shuffle(facts)
         facts.sort(key=lambda f: f.kind.ops == TEXT_OPS)  # a kind made for this op first (an ILE task's last clause)
         # an env contradiction conflicts with the database, so the words it is about may be perturbed already

@@ -30,7 +30,7 @@ from plbench.procedures.dialect_text import ERROR_CODES
 from plbench.procedures.model import Procedure
 from plbench.procedures.seeds import ValidatedSeed, validate
 from plbench.procedures.strength import fails_suite
-from plbench.procedures.suites import SuiteRejected, call_text, candidate_args, run_seed
+from plbench.procedures.suites import SuiteRejected, explore
 from plbench.records import Rejection
 
 SUBSET = "procedures_ile"
@@ -119,30 +119,30 @@ class ProcIleState:
 # ---- realize: install, run, repair diagnostics, then validate as a seed --------------------------
 
 
-def _runs(seed: Seed, env: ProcEnv) -> Rejected | None:
-    """The new reference installs and no call fails with an error the procedure does not define."""
+def _runs(seed: Seed, env: ProcEnv) -> Rejected | tuple:
+    """The new reference installs and no call fails with an error the procedure does not define; the
+    candidate calls' run (suites.explore), which the suite is then built from."""
     for target in seed.dialects:
         problems = check_block_structure(seed.procedure.render(target))
         if problems:
             return Rejected("does_not_compile", f"{target}: {'; '.join(problems)}", repairable=True)
-    args = candidate_args(seed, env.workspace)
-    trace = run_seed(env.workspace, seed, [call_text(seed, a, "postgres") for a in args])
+    args, trace = explore(seed, env.workspace)
     if trace.install_error:
         return Rejected("does_not_compile", f"postgres: {trace.install_error}", repairable=True)
     for i, call in enumerate(trace.calls, start=1):
         if call.error is not None and call.error not in DEFINED_ERRORS:
             detail = f"postgres call {i} ({call.call}) failed: {call.error} {call.message}"
             return Rejected("does_not_run", detail[:500], repairable=True)
-    return None
+    return args, trace
 
 
 def realize(old: ProcIleState, proposal: Proposal, env: ProcEnv) -> ProcIleState | Rejected:
     seed: Seed = proposal.payload
-    failure = _runs(seed, env)
-    if failure is not None:
-        return failure
+    explored = _runs(seed, env)
+    if isinstance(explored, Rejected):
+        return explored
     try:
-        validated = validate(seed, env.workspace, env.shuffled)
+        validated = validate(seed, env.workspace, env.shuffled, explored)
     except SuiteRejected as exc:
         return Rejected(exc.reason_code, exc.detail)
     return replace(
@@ -170,9 +170,11 @@ def previous_reference(old: Seed, new: Seed) -> str:
 
 
 def distinguishes(old: ProcIleState, new: ProcIleState, env: ProcEnv) -> Rejected | None:
-    """Some call of the rebuilt suite tells the new reference from the previous one (executed)."""
+    """Some call of the rebuilt suite tells the new reference from the previous one (executed; the verdict is
+    kept with the new version's, for an Interactive variant's omission of the round's clause, which asks it)."""
     previous = previous_reference(old.seed, new.seed)
-    if not fails_suite(env.workspace, new.seed, new.validated.suite, previous):
+    new.validated.strength.verdicts[previous] = fails_suite(env.workspace, new.seed, new.validated.suite, previous)
+    if not new.validated.strength.verdicts[previous]:
         calls = len(new.validated.suite.args)
         return Rejected("changes_nothing", f"the previous reference reproduces all {calls} calls of the new suite")
     return None

@@ -184,10 +184,12 @@ def database_ile(
 
 
 def _check_references(out: DatabaseIle, env: ProcEnv, enhanced: EnhancedSeed) -> None:
-    """Every round's reference, run again, reproduces its own call suite (the build's check)."""
+    """Every round's reference, run again, reproduces its own call suite (the build's check; the verdict is
+    kept with the version's, for the contradiction gate of an Interactive variant of it, which asks it)."""
     for k, version in enumerate(enhanced.history[1:], start=1):
         reference = version.seed.procedure.render("postgres")
-        if why := fails_suite(env.workspace, version.seed, version.suite, reference):
+        version.strength.verdicts[reference] = fails_suite(env.workspace, version.seed, version.suite, reference)
+        if why := version.strength.verdicts[reference]:
             out.reference_failures[f"{version.seed.seed_id} round {k}"] = why
 
 

@@ -31,6 +31,7 @@ from plbench.operators.perturbations import STAGE
 from plbench.operators.perturbations import SUBSET as NAME
 from plbench.operators.procedural_ile import SUBSET as ILE
 from plbench.operators.procedural_stage import ProceduralIle
+from plbench.procedures.parallel import each_database
 from plbench.procedures.scenarios import a1
 from plbench.procedures.stages import ProcedureTasks, databases_of
 from plbench.procedures.strength import trivial_candidates, trivial_texts
@@ -84,19 +85,28 @@ def build(config, sources: Sources, engines: dict) -> Staged:
     engine, chosen = engines["postgres"], proposer(config)
     twins = {t.seed_id for db in sources.procedures.databases for t in db.tasks if t.scenario == a1.SCENARIO}
     enhanced = ile_twins(sources.ile.databases) if sources.ile is not None else {}
-    out, versions = InteractiveOutput(), {}
+    orphaned, kept, versions = [], [], {}
     for database in sources.procedures.databases:
-        seeds = database.seeds
-        kept, orphans = [], []
-        for source in variant_sources(seeds.seeds, enhanced):
-            (kept if _has_twin(source, twins) else orphans).append(source)
-        out.seeds += len(orphans)
+        mine, orphans = [], []
+        for source in variant_sources(database.seeds.seeds, enhanced):
+            (mine if _has_twin(source, twins) else orphans).append(source)
         why = "neither the seed's A1 task nor a procedures_ile task of it was made"
-        out.rejections += [Rejection(NAME, s.seed_id, STAGE, "no_direct_twin", why) for s in orphans]
-        versions |= {s.seed_id: s.validated for s in kept}
-        if kept:
-            pg_db, oracle_db = databases_of(config, sources.spider, seeds.database)
-            out.extend(database_variants(engine, pg_db, oracle_db, kept, chosen))
+        orphaned.append(InteractiveOutput(seeds=len(orphans)))
+        orphaned[-1].rejections += [Rejection(NAME, s.seed_id, STAGE, "no_direct_twin", why) for s in orphans]
+        kept.append((database.seeds.database, mine))
+        versions |= {s.seed_id: s.validated for s in mine}
+
+    def perturbed(item: tuple[str, list]) -> InteractiveOutput:
+        name, mine = item
+        if not mine:
+            return InteractiveOutput()
+        return database_variants(engine, *databases_of(config, sources.spider, name), mine, chosen)
+
+    # databases side by side, as procedural ILE runs them (each in its own session); merged in database order
+    out = InteractiveOutput()
+    for orphans, variants in zip(orphaned, each_database(perturbed, kept, config.procedure_workers)):
+        out.extend(orphans)
+        out.extend(variants)
     details = {"interactive": out.summary(), "operators": out.ledger.summary()}
     return Staged((sources, out, versions), out.seeds, len({r.task_id for r in out.rows}), out.rejections, details)
 
