@@ -15,7 +15,8 @@ previous round's reference proved: an upper bound of the subset, which also need
 With --plain-baseline it also perturbs every seed as it is (the rule before final rounds were perturbed) in
 the same run, and prints both times. The last line projects ILE + interactive onto the mirror's databases.
 
-    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedural_ile_sample.py [--every 32 | --databases 10]
+    PLBENCH_RAW_DIR=../shared/raw_sources python bench/procedural_ile_sample.py
+        [--every 32 | --databases 10 | --names a,b]
         [--rounds 3] [--workers 2] [--plain-baseline] [--dump out.json]
 
 `--dump` writes every enhanced seed (each version's suite and strength, clauses, rules), procedures_ile task,
@@ -113,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=int, default=32, help="take every k-th database")
     parser.add_argument("--databases", type=int, help="take the databases the build takes with this cap")
+    parser.add_argument("--names", help="take these databases (comma-separated)")
     parser.add_argument("--rounds", type=int, default=3, help="ILE rounds per seed at most")
     parser.add_argument("--workers", type=int, default=1, help="databases built side by side (seeds, ILE)")
     parser.add_argument("--interactive-workers", type=int, help="databases perturbed side by side (--workers)")
@@ -124,7 +126,9 @@ def main() -> None:
         return compare(*args.compare)
     config = BuildConfig.from_env()
     root, queries, every_name = mirror_spider(config)
-    if args.databases:
+    if args.names:
+        names = args.names.split(",")
+    elif args.databases:
         names = selected_databases(ingest_spider1(config).databases, args.databases)[0]
     else:
         names = every_name[:: args.every]
