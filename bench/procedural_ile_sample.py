@@ -7,8 +7,9 @@ engine, threads: plbench.procedures.parallel, as BuildConfig.procedure_workers d
 seeds (the baseline), up to N ILE rounds per seed (plbench.operators.procedural_stage.build_ile, the build's
 function), and the Interactive variants (`--interactive-workers`, default `--workers`). Prints seeds, enhanced
 seeds and their accepted rounds, episodes of 3-5 turns, acceptance per rule template, rejections by reason,
-mean statements and cyclomatic complexity per round, and seconds; then the Interactive variants of the same
-seeds (plbench.interactive.stages, deterministic perturbations, each gated by execution) by subset
+mean statements and cyclomatic complexity per round, and seconds and round trips per stage (counted exactly
+with one worker); then the Interactive variants of the same seeds (plbench.interactive.stages, deterministic
+perturbations, each gated by execution) by subset
 `interactive`'s rule (variant_sources: an enhanced seed's final round, twin its procedures_ile task; any other
 seed as it is), per dialect, with the variants of final rounds and of plain seeds and the omissions the
 previous round's reference proved: an upper bound of the subset, which also needs a plain seed's A1 twin.
@@ -34,6 +35,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -92,6 +95,22 @@ def dumped_interactive(out: InteractiveOutput) -> dict:
     return _json(found)
 
 
+class Trips:
+    """Round trips to the server (psycopg Connection.execute calls), counted from here on."""
+
+    def __init__(self):
+        self.count, execute = 0, psycopg.Connection.execute
+
+        def counted(conn, *args, **kwargs):
+            self.count += 1
+            return execute(conn, *args, **kwargs)
+
+        psycopg.Connection.execute = counted
+
+    def since(self, mark: int) -> str:
+        return f"{self.count - mark} round trips"
+
+
 def timed_variants(engine, jobs, workers: int) -> tuple[InteractiveOutput, float]:
     """Every (pg, oracle, sources) of `jobs` perturbed, `workers` databases side by side; and the seconds."""
     start = time.perf_counter()
@@ -134,18 +153,21 @@ def main() -> None:
         names = every_name[:: args.every]
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
     loaded = {name: db for name in names if (db := load(engine, root, queries, name)) is not None}
+    trips = Trips()
     start = time.perf_counter()
     found = each_database(lambda name: database_seeds(engine, *loaded[name]), list(loaded), args.workers)
     seeds = dict(zip(loaded, found))
-    seeds_s = time.perf_counter() - start
+    seeds_s, seeds_trips = time.perf_counter() - start, trips.since(0)
+    mark = trips.count
     stage = build_ile(
         seeds, lambda name: loaded[name][:2], engine, ProcedureRuleProposer(), args.rounds, None, args.workers
     )
-    ile_s = stage.seconds
+    ile_s, ile_trips, mark = stage.seconds, trips.since(mark), trips.count
     twins = ile_twins(stage.databases)
     jobs = [(*loaded[n][:2], variant_sources(s.seeds, twins)) for n, s in seeds.items() if s.seeds]
     interactive_workers = args.interactive_workers or args.workers
     interactive, interactive_s = timed_variants(engine, jobs, interactive_workers)
+    interactive_trips = trips.since(mark)
     section = summary(stage)
     ledger = stage.ledger
     by_rule = Counter((e.rule_id, e.verdict) for e in ledger.entries)
@@ -163,11 +185,12 @@ def main() -> None:
             f"round {i}: {r['references']} references, statements {r['statements_mean']}, "
             f"cyclomatic {r['cyclomatic_mean']}"
         )
-    print(f"seeds (baseline), {args.workers} worker(s): {seeds_s:7.1f} s")
+    print(f"seeds (baseline), {args.workers} worker(s): {seeds_s:7.1f} s, {seeds_trips}")
     ratio = ile_s / max(seeds_s, 1e-9)
-    print(f"ILE ({args.rounds} rounds at most), {args.workers} worker(s): {ile_s:7.1f} s ({ratio:.1f}x)")
+    print(f"ILE ({args.rounds} rounds at most), {args.workers} worker(s): {ile_s:7.1f} s ({ratio:.1f}x), {ile_trips}")
     label = f"interactive variants (final rounds of enhanced seeds), {interactive_workers} worker(s)"
     print_variants(label, interactive, interactive_s, seeds_s)
+    print(f"  {interactive_trips}")
     if args.plain_baseline:
         plain_jobs = [(*loaded[n][:2], [plain_source(v) for v in s.seeds]) for n, s in seeds.items() if s.seeds]
         plain, plain_s = timed_variants(engine, plain_jobs, interactive_workers)
