@@ -426,6 +426,34 @@ def test_end_to_end_details(e2e_results):
     }
 
 
+class _CountingSession:
+    """A real session, counting the queries sent through it."""
+
+    def __init__(self, session):
+        self.session, self.sent = session, []
+
+    def query(self, text):
+        self.sent.append(text)
+        return self.session.query(text)
+
+
+def test_a_repeated_gold_text_runs_once_and_is_reported_for_each_question(tiny, pg_engine):
+    path, pg, ora = tiny
+    texts = [E2E[0][1], E2E[-2][1], E2E[0][1], E2E[-2][1], E2E[0][1]]  # identical, runtime_error, repeated
+    queries = [gold.GoldQuery(str(i), "gold_tiny", f"question {i}", sql, "train") for i, sql in enumerate(texts)]
+    with pg_engine.connection() as conn:
+        assert load_postgres(conn, pg).verified
+    with pg_engine.session(reads=(pg.schema_name,)) as session:
+        counting = _CountingSession(session)
+        results = gold.check_database(path, pg, queries, counting, ora)
+    assert len(counting.sent) == 2
+    assert [r.query for r in results] == queries
+    assert [r.cls for r in results] == ["identical", "runtime_error", "identical", "runtime_error", "identical"]
+    for first, again in ((results[0], results[2]), (results[1], results[3]), (results[0], results[4])):
+        assert {**first.as_row(), "source_id": ""} == {**again.as_row(), "source_id": ""}
+        assert first.texts is not again.texts and first.untranslated is not again.untranslated
+
+
 def test_min_max_on_a_join_takes_sqlites_first_tied_row(tmp_path, pg_engine):
     """40 awards tie on min(year): SQLite takes the person of the first row its loops meet (its plan
     scans award, then looks the person up); PostgreSQL merge-joins in person order, so without a
