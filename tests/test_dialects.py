@@ -203,6 +203,31 @@ def test_every_artifact_of_a_rich_task_passes_the_static_checks(dialect):
     assert em.renamed == {"order": "order_"}
 
 
+@pytest.mark.parametrize("dialect", ["oracle", "postgres"])
+def test_an_emitter_writes_each_value_once_and_as_the_dialect_does(dialect):
+    """The block, the replay function and its mutants share the cases' values: each object is written
+    once, with the dialect's own literal."""
+    task = typed_task(["m", "k"], [(([[1, 2], [3]], 1), [3, 1]), (([], 2), []), (([[4]], 3), [4])])
+    tops = [v for c in task.cases for v in (*c.args, c.expected)]
+    written = []
+
+    class Counting(type(DIALECTS[dialect])):
+        def literal(self, value, t, env, top=True):
+            written.extend(v for v in tops if v is value and not isinstance(v, int))
+            return super().literal(value, t, env, top)
+
+    em, plain = TaskEmitter(task, Counting()), TaskEmitter(task, dialect)
+    expected = [c.expected for c in task.cases]
+    texts = [em.replay_function(expected), em.replay_function(expected[1:] + expected[:1]), *em.test_block_statements()]
+    assert len(written) == 3 * 2  # the three cases' list argument and expected output, once each
+    for case in task.cases:
+        assert em.literals(case) == [
+            DIALECTS[dialect].literal(v, t, plain.env) for v, (_, t) in zip(case.args, em.params)
+        ]
+    again = [plain.replay_function(expected), plain.replay_function(expected[1:] + expected[:1])]
+    assert texts == again + plain.test_block_statements()
+
+
 def test_static_checks_catch_broken_text():
     assert check_block_structure("BEGIN IF x THEN NULL; END; END;")
     assert check_block_structure("BEGIN x := 'open; END;")

@@ -97,6 +97,22 @@ def test_replay_passes_and_every_mutant_is_killed(pg_engine):
     assert [m.name for m in mutants(task)] == ["null", "other_case", "reorder"]
 
 
+def test_the_replay_lookup_is_planned_once_per_function(pg_engine):
+    """Its plan is generic from the first call (custom plans would plan the whole VALUES list at every
+    one of the first five calls); the candidate's functions get no such setting."""
+    task = typed_task(["xs", "k"], [(([1, 2, 3], 1), [3, 1, 2]), (([4, 5], 0), [4, 5])])
+    em = TaskEmitter(task, "postgres")
+    replay = em.replay_function([c.expected for c in task.cases])
+    assert "LANGUAGE plpgsql\nSET plan_cache_mode = force_generic_plan\nAS $plb$" in replay
+    assert "SET " not in em.scaffold()
+    with pg_engine.session() as session:
+        assert session.execute(replay).ok
+        settings = session.query(f"SELECT proconfig FROM pg_proc WHERE proname = '{em.function_name}'")
+        assert settings.rows == [(["plan_cache_mode=force_generic_plan"],)]
+        assert session.query(f"SELECT {em.call(task.cases[1])}").rows == [([4, 5],)]
+        assert session.query("SHOW plan_cache_mode").rows == [("auto",)]  # restored after the call
+
+
 def test_a_harness_that_cannot_tell_mutants_apart_is_rejected(pg_engine):
     # A tolerance wider than any perturbation: the perturbed mutants pass the block.
     loose = Comparison(atol=10.0, rtol=0.0)

@@ -53,6 +53,7 @@ class Unit:
     returns: str
     body: str  # statements between BEGIN and END
     declarations: str = ""
+    settings: tuple[str, ...] = ()  # `name = value` the function runs under (the dialect's replay_settings)
 
 
 class Dialect:
@@ -159,6 +160,7 @@ class Dialect:
     # (plbench.dialects.static_checks), whether or not an engine runs them too.
     checked_statically: bool = False
     value_round_trip: bool = False  # plbench.validation.roundtrip reads this dialect's values back
+    replay_settings: tuple[str, ...] = ()  # `name = value` a replay function runs under (Unit.settings)
 
     # ---- Spider SQL: the target side of the gold transpiler (plbench.spider.gold) ----
     row_id: str  # the pseudo-column of a row's physical place (rows are loaded in SQLite rowid order)

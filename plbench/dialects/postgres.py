@@ -256,7 +256,9 @@ class PostgresDialect(Dialect):
         decl = f"DECLARE\n{unit.declarations}\n" if unit.declarations else ""
         body = f"{decl}BEGIN\n{unit.body}\nEND;"
         verb = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
-        return f"{verb} {unit.name}({params})\nRETURNS {unit.returns}\nLANGUAGE plpgsql\nAS {_dollar_quote(body)};"
+        head = f"{verb} {unit.name}({params})\nRETURNS {unit.returns}\nLANGUAGE plpgsql\n"
+        settings = "".join(f"SET {setting}\n" for setting in unit.settings)
+        return f"{head}{settings}AS {_dollar_quote(body)};"
 
     def scaffold_body(self) -> str:
         return "  -- Write the function body here."
@@ -324,6 +326,10 @@ class PostgresDialect(Dialect):
     plain_identifier = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
     unchecked_foreign_key = " NOT VALID"
     value_round_trip = True
+    # The replay lookup (replay_body) is planned once per function, not again at every call: its
+    # first five calls would each get a custom plan for their arguments, planning the whole VALUES list
+    # (mbpp_plus/630: 57 cases, a 1.3 MB function; its test block ran in 5.8 s, 2.6 s with one plan).
+    replay_settings = ("plan_cache_mode = force_generic_plan",)
 
     def fold(self, name: str) -> str:
         return name.lower()

@@ -24,6 +24,7 @@ from plbench.dialects import DIALECTS, Dialect, TypeEnv
 from plbench.dialects.base import Unit
 from plbench.mbpp.extract import Comparison, TestCase
 from plbench.mbpp.pytypes import Signature
+from plbench.types import PyType
 
 VERDICT = re.compile(r"^PLBENCH_CASE (\d+) (PASS|FAIL|ERROR)\b ?(.*)$")
 SUMMARY = re.compile(r"^PLBENCH_SUMMARY (\d+) OF (\d+)$")
@@ -85,6 +86,7 @@ class TaskEmitter:
         self.params = [(self._identifier(name, taken), t) for name, t in task.signature.params]
         self.sql_params = tuple((ident, self.dialect.sql_type(t, self.env)) for ident, t in self.params)
         self.sql_returns = self.dialect.sql_type(task.signature.returns, self.env)
+        self._literals: dict[tuple[int, int], tuple[Any, PyType, str]] = {}  # see literal()
 
     def _new_env(self, atol: float, rtol: float) -> TypeEnv:
         return TypeEnv(int_sql=self.dialect.int_type(self.task.ints_fit_bigint), atol=atol, rtol=rtol)
@@ -103,8 +105,20 @@ class TaskEmitter:
         unit = Unit(self.function_name, self.sql_params, self.sql_returns, self.dialect.scaffold_body())
         return self.dialect.create_function(unit, replace=True)
 
+    def literal(self, value: Any, t: PyType) -> str:
+        """`value` as a literal of type `t`, each value object written once: the test block, the replay
+        function and its mutants share the arguments, and most mutant outputs are other cases' outputs
+        (mbpp_plus/630 writes 1.3 MB of literals a function). A literal's text depends on the value, its
+        type and the int spelling alone, the same in every env of the task; the types it names are the
+        signature's, registered in self.env by sql_type already."""
+        key = (id(value), id(t))  # by identity: hashing a nested type or value costs as much as writing it
+        known = self._literals.get(key)
+        if known is None or known[0] is not value or known[1] is not t:  # kept alive: their ids are not reused
+            known = self._literals[key] = (value, t, self.dialect.literal(value, t, self.env))
+        return known[2]
+
     def literals(self, case: TestCase) -> list[str]:
-        return [self.dialect.literal(v, t, self.env) for v, (_, t) in zip(case.args, self.params)]
+        return [self.literal(v, t) for v, (_, t) in zip(case.args, self.params)]
 
     def arguments(self, case: TestCase) -> list[str]:
         """The case's arguments as literals cast to the parameters' types (what the grader calls with)."""
@@ -119,7 +133,7 @@ class TaskEmitter:
         emit = d.emit_line
         cases = []
         for n, case in enumerate(self.task.cases, start=1):
-            expected = d.literal(case.expected, ret, self.env)
+            expected = self.literal(case.expected, ret)
             cases.append(
                 f"  BEGIN\n    v_expected := {expected};\n    v_actual := {self.call(case)};\n"
                 f"    IF {d.eq(ret, 'v_actual', 'v_expected', self.env)} THEN\n"
@@ -142,12 +156,9 @@ class TaskEmitter:
         """A function with the task's signature returning outputs[i] for the arguments of case i."""
         d, ret = self.dialect, self.task.signature.returns
         exact = self._new_env(0.0, 0.0)  # arguments are matched exactly, whatever the result tolerance
-        rows = [
-            ([d.literal(v, t, exact) for v, (_, t) in zip(case.args, self.params)], d.literal(output, ret, exact))
-            for case, output in zip(self.task.cases, outputs)
-        ]
+        rows = [(self.literals(case), self.literal(output, ret)) for case, output in zip(self.task.cases, outputs)]
         body, declarations = d.replay_body(self.params, self.sql_returns, rows, exact)
-        unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, declarations)
+        unit = Unit(self.function_name, self.sql_params, self.sql_returns, body, declarations, d.replay_settings)
         return d.create_function(unit, replace=True)
 
     def script(self, statements: list[str]) -> str:
