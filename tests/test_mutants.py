@@ -21,6 +21,7 @@ from tests.helpers import typed_task
         ((1, 2), PyType("tuple_seq", (INT,)), (1,)),
         ({0, 1}, PyType("set", (INT,)), {1}),
         ({1}, PyType("set", (INT,)), {0, 1}),
+        ({"x", "b", "a"}, PyType("set", (STR,)), {"b", "x"}),  # whatever order the hash seed gives the set
         ({"a": 1}, PyType("dict", (STR, INT)), {"a": 2}),
         ((1, "a"), PyType("record", (INT, STR)), (2, "a")),
         ("s", PyType("variant", (INT, STR)), "sx"),
