@@ -93,10 +93,15 @@ def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
         return grade_in(Workspace(session, task.db), task, candidate, reference_workspace)
 
 
-def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, reference_workspace=None) -> Grade:
+def grade_in(
+    workspace: Workspace, task: ProcedureTask, candidate: str, reference_workspace=None, built: bool = False
+) -> Grade:
     """Grade in an existing workspace (the build grades its own code so); the reference's rows for the
-    detail come from `reference_workspace()` when given, else from the same workspace after a reset."""
+    detail come from `reference_workspace()` when given, else from the same workspace after a reset.
+    `built`: the candidate is one the build made, writing only `task.extra_tables` (see suites.run_seed),
+    so both it and the reference run as `Workspace.run_built` runs them (the same trace, fewer reads)."""
     first: dict = {}
+    run = workspace.run_built if built else workspace.run
 
     def inspect(index: int, result: CallResult) -> bool:
         what, table = first_mismatch(index + 1, task.expected[index], result)
@@ -104,7 +109,7 @@ def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, referenc
             first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
         return True
 
-    trace = workspace.run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
+    trace = run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
     if trace.install_error:
         return not_installed(trace, len(task.calls))
     verdicts = call_verdicts(task.expected, trace)
@@ -113,7 +118,8 @@ def grade_in(workspace: Workspace, task: ProcedureTask, candidate: str, referenc
     detail = first["what"]
     if first["table"]:
         other = reference_workspace() if reference_workspace else workspace
-        detail += ", " + row_difference(_reference_rows(other, task, first["index"], first["table"]), first["rows"])
+        reference = _reference_rows(other, task, first["index"], first["table"], built)
+        detail += ", " + row_difference(reference, first["rows"])
     return Grade(False, verdicts, detail, WRONG_LOGIC)
 
 
@@ -131,7 +137,9 @@ def call_verdicts(expected: tuple[tuple, ...], trace: Trace) -> list[str]:
     ]
 
 
-def _reference_rows(workspace: Workspace, task: ProcedureTask, index: int, table: str) -> list[tuple[str, str]]:
+def _reference_rows(
+    workspace: Workspace, task: ProcedureTask, index: int, table: str, built: bool
+) -> list[tuple[str, str]]:
     rows: list = []
 
     def inspect(i: int, result: CallResult) -> bool:
@@ -139,5 +147,6 @@ def _reference_rows(workspace: Workspace, task: ProcedureTask, index: int, table
             rows.extend(_rows(workspace, table))
         return i < index
 
-    workspace.run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
+    run = workspace.run_built if built else workspace.run
+    run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
     return rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from sqlglot import exp
 
@@ -177,7 +178,7 @@ class Procedure:
     def statements(self) -> int:
         return sum(1 for _ in walk(self.body))
 
-    @property
+    @cached_property  # every task of a seed asks (the body never changes: with_body makes another Procedure)
     def cyclomatic(self) -> int:
         """1 + decision points: IF statements, CASE branches and AND/OR in the SQL conditions."""
         decisions = 0

@@ -19,6 +19,7 @@ from plbench.procedures.strength import fails_suite
 from plbench.procedures.workspace import Workspace
 
 DIALECT_NAMES = {"postgres": "PL/pgSQL (PostgreSQL)", "oracle": "Oracle PL/SQL"}
+SCAFFOLD_TODO = "write the body"
 ORACLE_NOT_RUN = "no Oracle server configured (PLBENCH_ORACLE_DSN): emitted and statically checked only"
 
 
@@ -87,6 +88,11 @@ class AdapterContext:
             self.checked[key] = compute()
         return self.checked[key]
 
+    def mutants(self, operator: Callable) -> list:
+        """The seed's mutants by `operator` (a row of plbench.procedures.mutants), made once: B1 and B3 both
+        look for a killed one among the same operators' mutants."""
+        return self.once(f"mutants {operator.__name__}", lambda: operator(self.seed.procedure, {}))
+
     def runs(self, target: str) -> bool:
         """Whether code in the `target` dialect runs in this build."""
         return target in self.executed
@@ -145,7 +151,9 @@ def make_task(
 ) -> ScenarioTask:
     seed, strength = ctx.seed, ctx.validated.strength
     reference = seed.procedure.render(dialect)
-    problems = check_block_structure(reference)
+    # the same for the seed's every task in this dialect: checked and rendered once
+    problems = ctx.once(f"reference static problems {dialect}", lambda: check_block_structure(reference))
+    scaffold = ctx.once(f"scaffold {dialect}", lambda: seed.procedure.with_body((Todo(SCAFFOLD_TODO),)).render(dialect))
     if problems:
         raise AdapterRejected("static_check", "; ".join(problems))
     ran = ctx.runs(dialect)
@@ -168,7 +176,7 @@ def make_task(
         replay_status="passed" if ran else "not_run",
         replay_detail="" if ran else ORACLE_NOT_RUN,
         notes=notes,
-        scaffold=seed.procedure.with_body((Todo("write the body"),)).render(dialect),
+        scaffold=scaffold,
         signature=tuple((p.name, p.type[dialect]) for p in seed.procedure.params),
         constructs=constructs(seed.procedure),
         tables=tuple(dict.fromkeys([*seed.lifted.tables, *seed.writes])),

@@ -200,7 +200,7 @@ class Workspace:
     def _drop_setup(self) -> None:
         """Back to the plain copy, outside a run (inside one, the run's own callbacks look at its state)."""
         if self._setup is not None and not self._running:
-            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {SETUP_SAVEPOINT}; RELEASE SAVEPOINT {SETUP_SAVEPOINT}")
+            self.session.execute_own(undo_to(SETUP_SAVEPOINT))
             self._setup, self._run_left = None, False
 
     def _apply_setup(self, setup: tuple[str, ...], tables: tuple[str, ...]) -> dict[str, tuple[int, str]] | str:
@@ -242,7 +242,7 @@ class Workspace:
             self._calls(trace, calls, self.state_query(tables) if states else "", None, inspect)
             return trace
         finally:
-            self.session.execute_own(f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}")
+            self.session.execute_own(undo_to(RUN_SAVEPOINT))
 
     def run_built(
         self,
@@ -266,7 +266,7 @@ class Workspace:
         # session opens for the install and each call, so the next rollback takes those too: a session of
         # thousands of runs keeps a few subtransactions open, not thousands (PostgreSQL walks every open one
         # to see a row this transaction wrote, such as each row of the copy).
-        undo = f"ROLLBACK TO SAVEPOINT {RUN_SAVEPOINT}; RELEASE SAVEPOINT {RUN_SAVEPOINT}; " if self._run_left else ""
+        undo = undo_to(RUN_SAVEPOINT) + "; " if self._run_left else ""
         done = self.session.execute(procedure, before=f"{undo}SAVEPOINT {RUN_SAVEPOINT}; ")
         self._run_left = True
         if not done.ok:
@@ -289,6 +289,11 @@ class Workspace:
             trace.calls.append(result)
             if inspect is not None and not inspect(index, result):
                 break
+
+
+def undo_to(savepoint: str) -> str:
+    """Back to `savepoint`, which is then gone."""
+    return f"ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}"
 
 
 def state_query(schema: str, tables: list[str]) -> str:

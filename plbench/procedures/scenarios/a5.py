@@ -70,7 +70,10 @@ def check(task: ScenarioTask, ctx: AdapterContext) -> None:
             )
             for p in parts
         ]
-        trace = ctx.workspace.run(list(task.setup_sql[:-1]), task.setup_sql[-1], calls)
+        # the components are the build's own code (the reference's statements, writing only its tables):
+        # installed at once on the seed's setup, as the build runs its procedures (Workspace.run_built)
+        setup, installed = task.setup_sql[: -len(parts)], "\n".join(task.setup_sql[-len(parts) :])
+        trace = ctx.workspace.run_built(list(setup), installed, calls, ctx.seed.writes)
         failed = trace.install_error or next((c.error for c in trace.calls if c.error), None)
         if failed:
             raise AdapterRejected("components_not_callable", str(failed))

@@ -17,7 +17,7 @@ RULE_OPERATORS = (relational_flip, boundary_shift, drop_conjunct)
 def _reverted(ctx: AdapterContext):
     """The first rule-reverting mutant the suite kills (None when there is none)."""
     for operator in RULE_OPERATORS:
-        for mutant in operator(ctx.seed.procedure, {}):
+        for mutant in ctx.mutants(operator):
             if mutant.procedure.dialects() == ctx.seed.dialects and ctx.fails(mutant.procedure.render("postgres")):
                 return mutant
     return None

@@ -7,7 +7,8 @@ updates the rows its WHERE selects one at a time, by row id. It is correct (it r
 Timing runs on a copy whose main table (the query's FROM table) holds its rows repeated up to SCALE_ROWS
 rows (without its unique indexes), one copy per database, re-scaled when the main table changes. The
 suite's first call that writes at least MIN_TIMED_WRITES rows there (counted in a run of the reference) is
-timed after the calls before it, REPEATS times per procedure; a procedure's time is its fastest run. Work
+timed after the calls before it, REPEATS times per procedure (the calls before it run once, and each repeat
+goes back to a savepoint taken after them); a procedure's time is its fastest run. Work
 counters over the copy's tables during that call come from PostgreSQL's pg_stat_xact_user_tables: scans =
 seq_scan + idx_scan, tuples = seq_tup_read + idx_tup_fetch, writes = n_tup_ins + n_tup_upd + n_tup_del.
 
@@ -37,7 +38,7 @@ from plbench.procedures.archetypes import main_table
 from plbench.procedures.dialect_text import PROCEDURE_TEXT
 from plbench.procedures.model import Procedure, RowLoop, Sql, rebuild
 from plbench.procedures.tasks import AdapterContext, AdapterRejected, ScenarioTask, make_task, prompt, runs_here
-from plbench.procedures.workspace import Workspace
+from plbench.procedures.workspace import Workspace, undo_to
 
 SCENARIO = "b2"
 SCALE_ROWS, REPEATS, MIN_SPEEDUP = 10_000, 4, 1.1
@@ -46,6 +47,7 @@ MIN_TIMED_WRITES = 1_000
 # tried on at most this many seeds of a database (the rest: b2_database_cap).
 MAX_PER_DATABASE = 4
 ROW, ROW_ID, COLUMN = "plb_row", "plb_rid", "plb_c{}"
+TIMED_SAVEPOINT = "plb_timed"
 COUNTERS = ("scans", "tuples", "writes")
 
 
@@ -135,13 +137,14 @@ def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]
 
 
 def writes_per_call(workspace: Workspace, setup: list[str], procedure: str, calls: list[str]) -> list[int]:
-    """Rows each call writes in one run (writes counted by PostgreSQL, no state read in between)."""
+    """Rows each call writes in one run (writes counted by PostgreSQL, no state read in between), up to the
+    first call that writes MIN_TIMED_WRITES rows (the one timed_call picks: the calls after it do not matter)."""
     seen, writes = [_counters(workspace)], []
 
     def after(index: int, result) -> bool:
         seen.append(_counters(workspace))
         writes.append(_difference(seen[-1], seen[-2])["writes"])
-        return True
+        return writes[-1] < MIN_TIMED_WRITES
 
     start = lambda: seen.append(_counters(workspace))  # noqa: E731
     trace = workspace.run(setup, procedure, calls, inspect=after, start=start, states=False)
@@ -151,27 +154,31 @@ def writes_per_call(workspace: Workspace, setup: list[str], procedure: str, call
 
 
 def timed(workspace: Workspace, setup: list[str], procedure: str, calls: list[str], index: int) -> Work | str:
-    """The fastest of REPEATS runs of call `index`, each after the calls before it, with its counters (the
-    same each run); a text saying why when the procedure does not install or the timed call fails."""
-    runs: list[tuple[float, dict]] = []
-    mark: list = []
+    """The fastest of REPEATS runs of call `index` after the calls before it, with its counters (the same
+    each run); a text saying why when the procedure does not install or the timed call fails. The calls
+    before it run once: each repeat runs the timed call under a savepoint, then goes back to it."""
+    runs: list[tuple[float, dict, str | None]] = []
 
-    def begin() -> None:
-        mark[:] = [_counters(workspace), time.perf_counter()]
+    def repeated() -> None:
+        for _ in range(REPEATS):
+            workspace.session.execute_own(f"SAVEPOINT {TIMED_SAVEPOINT}")
+            before, began = _counters(workspace), time.perf_counter()
+            error = workspace.call(calls[index], "").error
+            runs.append((time.perf_counter() - began, _difference(_counters(workspace), before), error))
+            workspace.session.execute_own(undo_to(TIMED_SAVEPOINT))
+            if error:
+                return
 
     def step(i: int, result) -> bool:
         if i == index - 1:
-            begin()
-        elif i == index:
-            seconds = time.perf_counter() - mark[1]
-            runs.append((seconds, _difference(_counters(workspace), mark[0])))
+            repeated()
         return True
 
-    for _ in range(REPEATS):
-        trace = workspace.run(setup, procedure, calls[: index + 1], inspect=step, start=begin, states=False)
-        if trace.install_error or trace.calls[index].error:
-            return trace.install_error or f"the timed call raises {trace.calls[index].error}"
-    return Work(min(s for s, _ in runs), runs[0][1])
+    start = repeated if index == 0 else None
+    trace = workspace.run(setup, procedure, calls[:index], inspect=step, start=start, states=False)
+    if trace.install_error or runs[-1][2]:
+        return trace.install_error or f"the timed call raises {runs[-1][2]}"
+    return Work(min(s for s, _, _ in runs), runs[0][1])
 
 
 def timed_call(writes: list[int]) -> int:
@@ -184,12 +191,12 @@ def timed_call(writes: list[int]) -> int:
 
 
 def scale_of(ctx: AdapterContext) -> dict[str, int]:
-    """{main table: how many times over} for SCALE_ROWS rows."""
+    """{main table: how many times over} for SCALE_ROWS rows; its rows as the suite's initial state counted
+    them (a seed's setup adds columns and tables, never rows)."""
     table = main_table(ctx.seed.lifted).this.sql(dialect="postgres")
     if table not in ctx.workspace.tables:
         raise AdapterRejected("no_main_table", f"{table} is not a table of the database")
-    counted = ctx.workspace.query(f"SELECT pg_catalog.count(*) FROM {ctx.workspace.schema}.{table}")
-    rows = counted.rows[0][0] if counted.ok else 0
+    rows = ctx.validated.suite.initial[table.strip('"')][0]
     if not rows:
         raise AdapterRejected("empty_main_table", f"{table} has no rows to scale")
     return {table: math.ceil(SCALE_ROWS / rows)}

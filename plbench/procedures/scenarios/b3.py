@@ -39,7 +39,7 @@ COMPILE_SLIPS = (
 
 def _flip(ctx: AdapterContext):
     for operator in LOGIC_FLIPS:
-        for mutant in operator(ctx.seed.procedure, {}):
+        for mutant in ctx.mutants(operator):
             if ctx.fails(mutant.procedure.render("postgres")):
                 return mutant
     return None
@@ -62,7 +62,7 @@ def _observed(ctx: AdapterContext, text: str) -> str:
         tuple(r.observed() for r in ctx.validated.suite.expected),
         ctx.seed.writes,
     )
-    result = grade_in(ctx.workspace, task, text)
+    result = grade_in(ctx.workspace, task, text, built=True)
     verdicts = ", ".join(f"call {i}: {v}" for i, v in enumerate(result.call_verdicts, start=1))
     return f"# Observed behaviour\n\nOn the test calls: {verdicts}.\nFirst difference: {result.detail}.\n"
 
