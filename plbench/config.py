@@ -101,9 +101,10 @@ class BuildConfig:
     executor: str = "in_process"
     celery_broker: str | None = None
     # Procedures (subset procedures): how many Spider 1.0 databases take part, spread over the name order
-    # (PLBENCH_PROCEDURE_DATABASES; 0: every one). Seeds, suites, mutants and scenarios took 62 s a database
-    # at a load average of 10 on this 2-core machine, 11 seeds a database (bench/procedures_sample.py --every
-    # 16: 11 databases, 120 seeds, 687 s): all 163 would add hours to the build, so the default takes 10.
+    # (PLBENCH_PROCEDURE_DATABASES; 0: every one). Seeds, suites, mutants and scenarios of all 163 take 8.7 min
+    # with 2 workers on this quiet 2-core machine (bench/procedures_sample.py --every 1 --workers 2: 1885 seeds),
+    # but procedural ILE and Interactive over them still take hours (bench/procedural_ile_sample.py projects
+    # 2.8 h), so the default takes 10.
     procedure_databases: int = PROCEDURE_DATABASES
     # Databases the procedures stages (seeds, scenarios, procedural ILE, interactive) build side by side
     # (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine, plbench.procedures.parallel). The output is the
