@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from plbench.diagnostics import WRONG_LOGIC, category_of
@@ -101,7 +102,6 @@ def grade_in(
     `built`: the candidate is one the build made, writing only `task.extra_tables` (see suites.run_seed),
     so both it and the reference run as `Workspace.run_built` runs them (the same trace, fewer reads)."""
     first: dict = {}
-    run = workspace.run_built if built else workspace.run
 
     def inspect(index: int, result: CallResult) -> bool:
         what, table = first_mismatch(index + 1, task.expected[index], result)
@@ -109,7 +109,7 @@ def grade_in(
             first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
         return True
 
-    trace = run(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
+    trace = _run(workspace, built)(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
     if trace.install_error:
         return not_installed(trace, len(task.calls))
     verdicts = call_verdicts(task.expected, trace)
@@ -147,6 +147,10 @@ def _reference_rows(
             rows.extend(_rows(workspace, table))
         return i < index
 
-    run = workspace.run_built if built else workspace.run
-    run(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
+    _run(workspace, built)(list(task.setup), task.reference, list(task.calls), task.extra_tables, inspect)
     return rows
+
+
+def _run(workspace: Workspace, built: bool) -> Callable:
+    """How grade_in runs code: as the build runs its own (`built`), or as any candidate."""
+    return workspace.run_built if built else workspace.run

@@ -91,8 +91,8 @@ def build(config, sources: Sources, engines: dict) -> Staged:
         for source in variant_sources(database.seeds.seeds, enhanced):
             (mine if _has_twin(source, twins) else orphans).append(source)
         why = "neither the seed's A1 task nor a procedures_ile task of it was made"
-        orphaned.append(InteractiveOutput(seeds=len(orphans)))
-        orphaned[-1].rejections += [Rejection(NAME, s.seed_id, STAGE, "no_direct_twin", why) for s in orphans]
+        refused = [Rejection(NAME, s.seed_id, STAGE, "no_direct_twin", why) for s in orphans]
+        orphaned.append(InteractiveOutput(rejections=refused, seeds=len(orphans)))
         kept.append((database.seeds.database, mine))
         versions |= {s.seed_id: s.validated for s in mine}
 
