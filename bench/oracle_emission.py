@@ -26,7 +26,14 @@ from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_database_ddl
 from plbench.normalize.emit import normalize, write_files
-from plbench.spider.stages import ingest_spider1, ingest_spider2, load_source, normalize_databases, partition_key
+from plbench.spider.stages import (
+    collector_paused,
+    ingest_spider1,
+    ingest_spider2,
+    load_source,
+    normalize_databases,
+    partition_key,
+)
 
 PHASES = ("read", "normalize", "write", "check")
 
@@ -45,15 +52,7 @@ def main() -> None:
         wall, cpu, slowest, count = Counter(), Counter(), [], 0
         for dataset in inputs:
             for name in sorted(dataset.databases)[: args.limit]:
-                marks = [(time.perf_counter(), time.process_time())]
-                source = load_source(config, dataset, name)
-                marks.append((time.perf_counter(), time.process_time()))
-                db = normalize(source, "oracle")
-                marks.append((time.perf_counter(), time.process_time()))
-                write_files(db, config.normalized_dir)
-                marks.append((time.perf_counter(), time.process_time()))
-                check_database_ddl(oracle, db)
-                marks.append((time.perf_counter(), time.process_time()))
+                marks = phase_marks(config, dataset, name, oracle)
                 for phase, (a, b) in zip(PHASES, zip(marks, marks[1:])):
                     wall[phase] += b[0] - a[0]
                     cpu[phase] += b[1] - a[1]
@@ -77,6 +76,21 @@ def main() -> None:
     print("costliest databases (CPU s, without reading):")
     for seconds, source, name in sorted(slowest, reverse=True)[:5]:
         print(f"  {source}.{name}: {seconds:.1f}")
+
+
+@collector_paused()  # as normalize_database runs them
+def phase_marks(config: BuildConfig, dataset, name: str, oracle) -> list[tuple[float, float]]:
+    """Wall and CPU clocks before the first phase and after each."""
+    marks = [(time.perf_counter(), time.process_time())]
+    source = load_source(config, dataset, name)
+    marks.append((time.perf_counter(), time.process_time()))
+    db = normalize(source, "oracle")
+    marks.append((time.perf_counter(), time.process_time()))
+    write_files(db, config.normalized_dir)
+    marks.append((time.perf_counter(), time.process_time()))
+    check_database_ddl(oracle, db)
+    marks.append((time.perf_counter(), time.process_time()))
+    return marks
 
 
 def stage_seconds(config: BuildConfig, inputs: dict, keys: list[str]) -> tuple[float, float]:

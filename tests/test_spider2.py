@@ -10,6 +10,7 @@ name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from plbench.spider.spider2 import parse_ddl, unpack_archives
 from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.spider2_tasks import resolve_database
 from plbench.spider.spider2_values import nested_json, python_repr_value
-from plbench.spider.stages import ingest_spider2, normalize_database, normalize_databases
+from plbench.spider.stages import collector_paused, ingest_spider2, normalize_database, normalize_databases
 from tests.fixtures import LITE, write_spider2
 
 
@@ -208,6 +209,28 @@ def test_without_an_engine_the_databases_emit_in_worker_processes_as_in_this_one
             b.not_run,
         )
         assert a.decisions.text() == b.decisions.text()
+
+
+def test_the_collector_is_paused_while_a_database_emits_and_back_after_even_on_error():
+    seen = []
+
+    @collector_paused()
+    def emit(fail: bool) -> None:
+        seen.append(gc.isenabled())
+        if fail:
+            raise ValueError("emission failed")
+
+    assert gc.isenabled()
+    emit(False)
+    with pytest.raises(ValueError):
+        emit(True)
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()  # a caller that paused it keeps it paused
+    try:
+        emit(False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # ---- loading and tasks on the real PostgreSQL, as the partitions and the task stage do -------------
