@@ -719,7 +719,15 @@ def test_a_text_column_is_a_clob_in_oracle_by_its_longest_text_in_bytes():
     assert types == {"ascii": "VARCHAR2(4000 BYTE)", "wide": "CLOB"}
 
 
-@pytest.mark.parametrize("decisions", [[], [{"b": 1, "a": "x,\ny"}], [{"z": None}, {"k": [1, 2], "c": "'"}]])
+@pytest.mark.parametrize(
+    "decisions",
+    [
+        [],
+        [{"b": 1, "a": "x,\ny"}],
+        [{"z": None}, {"k": [1, 2], "c": "'"}],
+        [{"é": "ü\t", "nan": float("nan"), "n": decimal.Decimal("1.50"), "t": (1, {"x": True}), "p": Path("a")}],
+    ],
+)
 def test_decisions_file_reads_as_the_one_line_list_of_the_release(tmp_path, decisions):
     ndb = normalize(SourceDatabase("spider1", "d", "sqlite", "d.sqlite", [], {}, decisions), "oracle")
     sums = write_files(ndb, tmp_path)

@@ -128,6 +128,7 @@ class Dialect:
     plain_identifier: re.Pattern[str]  # a folded name that needs no quotes
     unchecked_foreign_key: str  # ends a foreign key that the rows already loaded need not satisfy
     empty_string_is_null: bool = False  # '' is stored as NULL
+    sized_families: frozenset[str] = frozenset()  # families whose column type depends on the longest text
 
     def fold(self, name: str) -> str:
         """The name as the dialect stores an unquoted identifier."""
@@ -145,7 +146,8 @@ class Dialect:
         return exp.Identifier(this=stored, quoted=True) if self.needs_quotes(stored) else exp.to_identifier(name)
 
     def column_type(self, family: str, max_text_bytes: int = 0) -> str:
-        """The column type of a family, given the longest text the column holds."""
+        """The column type of a family, given the longest text the column holds (measured for
+        `sized_families` only, else 0)."""
         return self.column_types[family]
 
     def stored_column(self, values: list) -> list:

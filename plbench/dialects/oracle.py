@@ -348,6 +348,7 @@ class OracleDialect(Dialect):
     plain_identifier = PLAIN_IDENTIFIER
     unchecked_foreign_key = " ENABLE NOVALIDATE"
     empty_string_is_null = True
+    sized_families = frozenset({"text"})  # a VARCHAR2 holds 4,000 bytes: a longer text makes a CLOB
     checked_statically = True
 
     def fold(self, name: str) -> str:

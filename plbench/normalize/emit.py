@@ -126,6 +126,7 @@ def _column_decision(db: SourceDatabase, table: NormalizedTable, col: Normalized
 def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
     """The database's DDL, constraints and coerced rows in `dialect`, with every decision recorded."""
     target = DIALECTS[dialect]
+    sized = target.sized_families  # only their columns' texts are measured
     table_names = IdentifierMap(dialect)
     tables, decisions = [], [dict(d, database=db.key, dialect=dialect) for d in db.decisions]
     for table in db.tables:  # column by column: most columns need no per-value work (coerce_column)
@@ -137,7 +138,9 @@ def normalize(db: SourceDatabase, dialect: str) -> NormalizedDatabase:
             table = _empty_string_constraints(db, table, values, decisions, target)
         names = namespace_targets(dialect, tuple(col.name for col in table.columns))
         cols = [
-            NormalizedColumn(col, name, target.column_type(col.family, _max_text_bytes(v)))
+            NormalizedColumn(
+                col, name, target.column_type(col.family, _max_text_bytes(v) if col.family in sized else 0)
+            )
             for v, col, name in zip(values, table.columns, names)
         ]
         target_rows = _rows([target.stored_column(v) for v in values], len(source_rows))
@@ -317,15 +320,23 @@ def data_script(db: NormalizedDatabase) -> str:
     return "".join(target.data_script(table) for table in db.tables if table.rows)
 
 
-# One encoder for every decision: json.dumps with options builds a new one a call (Spider 2.0: ~500,000 calls).
-_DECISION_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+# One encoder for every decision, as json.dumps(d, sort_keys=True, default=str) encodes it: json's C
+# encoder made once (JSONEncoder.encode makes one a call; Spider 2.0: ~540,000 calls), with the arguments
+# JSONEncoder gives it (ensure_ascii, check_circular, allow_nan).
+_DECISION_ENCODER = json.encoder.c_make_encoder(
+    {}, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True
+)
+
+
+def _decision_json(decision: dict) -> str:
+    return "".join(_DECISION_ENCODER(decision, 0))
 
 
 def decisions_json(decisions: list[dict]) -> str:
     """One decision per line, keys sorted: as readable as an indented dump, and written by json's C
     encoder (an indent makes json fall back to its pure-Python one, seconds on Spider 2.0's wide
     schemas). `DecisionsFile.render` makes the release's one-line form of it."""
-    return "[\n" + ",\n".join(map(_DECISION_ENCODER.encode, decisions)) + "\n]\n"
+    return "[\n" + ",\n".join(map(_decision_json, decisions)) + "\n]\n"
 
 
 @dataclass(frozen=True)
