@@ -69,16 +69,16 @@ def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> lis
 
 def postmaster_pid(engine: PostgresEngine) -> int | None:
     """The server's postmaster (the parent of a backend), or None when the server is not on this machine."""
-    with engine.connection() as conn:
-        backend = conn.info.backend_pid
-    try:
-        return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError):
-        return None
+    with engine.connection() as conn:  # read while the backend lives
+        try:
+            return int(Path(f"/proc/{conn.info.backend_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            return None
 
 
 def server_cpu_s(master: int | None) -> float | None:
-    """CPU seconds so far of the postmaster and its children (backends and background processes)."""
+    """CPU seconds so far of the postmaster and its children (backends and background processes), the
+    ended ones too (the postmaster reaps them: its cutime and cstime)."""
     if master is None:
         return None
     ticks = 0
@@ -87,8 +87,10 @@ def server_cpu_s(master: int | None) -> float | None:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # ended meanwhile
-        if int(pid) == master or int(fields[1]) == master:
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        if int(pid) == master:
+            ticks += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
+        elif int(fields[1]) == master:
+            ticks += int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

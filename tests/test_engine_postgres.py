@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from plbench.engines import postgres
 from plbench.engines.base import EngineUnavailable
 from plbench.engines.postgres import PostgresEngine
 
@@ -145,10 +146,19 @@ def test_two_sessions_in_two_threads(pg_engine):
     assert results == {1: ["1"] * 20, 2: ["2"] * 20}
 
 
+@pytest.fixture
+def fresh_engine():
+    """An engine of its own: its connections have served no other test (so none is due to be closed)."""
+    engine = PostgresEngine.start(os.environ.get("PLBENCH_PG_DSN"), data_dir=PG_DATA_DIR)
+    yield engine
+    engine.close()
+
+
 @pytest.mark.parametrize("ending", ["leaving the session", "its last calls"])
-def test_what_survives_a_rollback_is_cleared_before_the_connection_is_reused(pg_engine, ending):
+def test_what_survives_a_rollback_is_cleared_before_the_connection_is_reused(fresh_engine, ending):
     # A prepared statement and a session advisory lock outlive ROLLBACK; the session's end clears them,
     # whether it ends on leaving or in the round trip of its last calls.
+    pg_engine = fresh_engine
     with pg_engine.session() as session:
         pid = session.backend_pid
         assert session.execute("PREPARE plb_left AS SELECT 1; SELECT pg_advisory_lock(4243)").ok
@@ -162,6 +172,17 @@ def test_what_survives_a_rollback_is_cleared_before_the_connection_is_reused(pg_
         assert session.execute("EXECUTE plb_left").error.code == "26000"
         held = session.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
         assert held.rows == [(0,)]
+
+
+def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatch):
+    # A backend keeps what every candidate compiled, and each session then costs more: it is replaced.
+    monkeypatch.setattr(postgres, "_CHECKOUTS_MAX", 3)
+    pids = []
+    for _ in range(7):
+        with fresh_engine.session() as session:
+            pids.append(session.backend_pid)
+    # The first connection's first checkout was start()'s version check.
+    assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2, 2, 5, 5]
 
 
 def test_transaction_control_in_a_statement_does_not_leak(pg_engine):
