@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from plbench.engines import postgres
@@ -183,6 +184,26 @@ def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatc
             pids.append(session.backend_pid)
     # The first connection's first checkout was start()'s version check.
     assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2, 2, 5, 5]
+
+
+def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine, monkeypatch):
+    sent = []
+    execute = psycopg.Connection.execute
+    monkeypatch.setattr(
+        psycopg.Connection, "execute", lambda conn, text, *a, **k: sent.append(text) or execute(conn, text, *a, **k)
+    )
+    with pg_engine.session() as session:
+        assert session.execute("CREATE TYPE pair AS (a int, b int) -- a last comment", setup=True).ok
+        failed = session.execute(
+            "CREATE FUNCTION f() RETURNS pair LANGUAGE sql AS 'SELECT ROW(1, 2)::pair'; SELECT 1/0"
+        )
+        assert failed.error.code == "22012"
+        # The session's setup, the task's setup with the savepoint, the statement, its rollback: no SAVEPOINT alone.
+        assert [t.split()[0] for t in sent] == ["BEGIN;", "CREATE", "CREATE", "ROLLBACK"]
+        assert session.query("SELECT ROW(1, 2)::pair::text").rows == [("(1,2)",)]  # undone to after the setup
+        assert session.query("SELECT count(*) FROM pg_proc WHERE proname = 'f'").rows == [(0,)]
+        assert session.execute("CREATE TYPE (", setup=True).error.code == "42601"
+        assert session.query("SELECT 1").rows == [(1,)]
 
 
 def test_transaction_control_in_a_statement_does_not_leak(pg_engine):

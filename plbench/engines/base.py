@@ -74,7 +74,7 @@ class EngineUnavailable(RuntimeError):
 
 
 class Session(Protocol):
-    def execute(self, statement: str) -> ExecResult: ...
+    def execute(self, statement: str, setup: bool = False) -> ExecResult: ...
 
     def call_all(
         self, function: str, argument_lists: list[list[str]], budget_s: float | None = None, last: bool = False

@@ -215,7 +215,8 @@ class OracleSession:
             cursor.execute("SELECT object_name, object_type FROM user_objects")
             return set(cursor.fetchall())
 
-    def execute(self, statement: str) -> ExecResult:
+    def execute(self, statement: str, setup: bool = False) -> ExecResult:
+        """Run one statement; `setup` changes nothing here (no savepoint to open: see PostgresSession.execute)."""
         with self._guard("running a statement"):
             with self._conn().cursor() as cursor:
                 try:

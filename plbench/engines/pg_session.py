@@ -145,28 +145,34 @@ class PostgresSession:
         self._unchecked = False
         self._spare = spare
 
-    def execute(self, statement: str, before: str = "") -> ExecResult:
+    def execute(self, statement: str, before: str = "", setup: bool = False) -> ExecResult:
         """Run `statement` in a savepoint; `before`: the harness's own statements (known to parse, ending in
-        `;`) sent with the savepoint, ahead of it."""
+        `;`) sent with the savepoint, ahead of it. `setup`: the statement is a task's own setup, which leaves
+        the transaction open, so the savepoint the next statement runs under goes in its round trip, after it
+        (a syntax error in the setup runs neither)."""
         conn = self._live()
         self._lines = []
         if before:
             self._spare = None  # `before` may roll back past the spare: the statement gets a savepoint after it
         savepoint, opened = self._savepoint_for_statement()
+        spare = self._new_savepoint() if setup else None
         try:
             with self._guard("running a statement"), self._watched(conn):
                 # Never in the statement's round trip: the server parses a whole query string before running
                 # any of it, so a syntax error in the statement would then leave no savepoint to roll back to.
                 if not opened:
                     conn.execute(f"{before}SAVEPOINT {savepoint}")
-                conn.execute(statement)  # no parameters: simple protocol, several statements allowed
+                # No parameters: simple protocol, several statements allowed. The newline ends a last `--` comment.
+                conn.execute(f"{statement}\n; SAVEPOINT {spare}" if spare else statement)
         except EngineUnavailable:
             if self._killed:
                 return self._killed_result()
             raise
         except psycopg.Error as exc:
             return self._failed(exc, savepoint)
-        return self._ran(conn, savepoint)
+        ran = self._ran(conn, savepoint)
+        self._spare = self._spare or spare
+        return ran
 
     def execute_own(self, text: str) -> tuple[ExecResult, QueryResult | None]:
         """The harness's own statements in one round trip, with the rows of the last one.

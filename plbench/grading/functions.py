@@ -63,7 +63,7 @@ def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
 
     with engine.session() as session:
         for statement in split_script(task["setup_sql"], emitter.dialect):
-            setup = session.execute(statement)
+            setup = session.execute(statement, setup=True)
             if not setup.ok:
                 return every_case("NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
         created = session.execute(code)
