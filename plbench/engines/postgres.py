@@ -34,6 +34,7 @@ import itertools
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,7 +107,8 @@ class PostgresEngine:
         self._timeout_ms = max(1, round(statement_timeout_s * 1000))
         self._server = server  # the pgserver handle, kept so its bookkeeping lives as long as we do
         self._idle: list[psycopg.Connection] = []
-        self._checkouts: dict[psycopg.Connection, int] = {}  # of the connections in use or idle
+        # Checkouts so far of each connection; one closed and dropped leaves with its entry.
+        self._checkouts: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._closed = False
         self._version: str | None = None
@@ -359,7 +361,7 @@ class PostgresEngine:
 
     def _give_back(self, conn: psycopg.Connection, reusable: bool) -> None:
         with self._lock:
-            checkouts = self._checkouts.pop(conn, 0) + 1
+            checkouts = self._checkouts[conn] = self._checkouts.get(conn, 0) + 1
             if (
                 reusable
                 and not self._closed
@@ -368,7 +370,6 @@ class PostgresEngine:
                 and not conn.broken
                 and conn.info.transaction_status == TransactionStatus.IDLE
             ):
-                self._checkouts[conn] = checkouts
                 self._idle.append(conn)
                 return
         conn.close()
