@@ -301,11 +301,13 @@ class PostgresSession:
         try:
             with self._guard("calling the candidate"), self._watched(conn, budget_s):
                 cur = conn.execute(text)
-                results = []
+                # The transaction id, then a value a call: the session's end after them is left unread (psycopg
+                # raised above had any statement of the string failed).
+                wanted, results = 1 + len(calls), []
                 while True:
-                    if cur.description is not None:
+                    if cur.pgresult.status == pq.ExecStatus.TUPLES_OK:  # a row, not a command's status
                         results.append(cur.fetchone()[0])
-                    if not cur.nextset():
+                    if len(results) == wanted or not cur.nextset():
                         break
         except EngineUnavailable:
             if self._killed:
@@ -319,7 +321,7 @@ class PostgresSession:
             return None
         self._check_transaction(results[0])
         self._ended = last
-        return [CallOutcome(value=v) for v in results[1 : len(calls) + 1]]
+        return [CallOutcome(value=v) for v in results[1:]]
 
     def _one_call(self, call: str, budget_s: float) -> CallOutcome:
         conn = self._live()
