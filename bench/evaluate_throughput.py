@@ -15,12 +15,14 @@ when the server runs on this machine): under load those move less than wall time
 With the library of another checkout (a before/after on the same server):
 `PYTHONPATH=<checkout> PLBENCH_PG_DSN=<dsn> python bench/evaluate_throughput.py`.
 
-Last measured (`--candidates 300 --rounds 5`, load average 7-9 on 2 cores, main's library then this one on one
-server): evaluate 23.9 -> 200.6 candidates/s, baseline 39.4 -> 279.3/s (it shares the engine's pool, whose
-connections are now replaced after 100 checkouts); evaluate / baseline 67.5% -> 71.8% (per-round range 62%-91%),
-by CPU seconds 65.7% -> 74.9%. Server CPU a candidate is now the baseline's (1.60 vs 1.57 ms); the gap is the
-client's: 1.29 vs 0.48 ms, and evaluate's own SQL replayed on a raw connection costs the baseline's 0.46 ms, so
-it is the Python around the round trips (sessions, decoding and comparing, the release read per call).
+Last measured (`--candidates 300 --rounds 5`, load average 5 on 2 cores, this branch, main's library, this branch
+again, on one server): evaluate 49.4 -> 308.2 and 281.5 candidates/s, baseline 69.4 -> 408.8 and 368.3/s (it
+shares the engine's pool, whose connections are now replaced after 100 checkouts); evaluate / baseline 78.9% ->
+71.8% and 83.9% (per-round ranges 57-98%, 55-78%, 73-96%: at this load the ratio is noise), by CPU seconds 78.7%
+-> 77.9% and 81.1%. Server CPU a candidate is now the baseline's or less (1.03-1.17 vs 1.10-1.30 ms); the gap is
+the client's, 0.79-0.90 vs 0.31-0.35 ms, while evaluate's own SQL replayed on a raw connection costs what the
+baseline does: it is the Python around the round trips (sessions, decoding and comparing, the release read per
+call).
 """
 
 from __future__ import annotations
