@@ -99,13 +99,14 @@ def task_kind(task: dict) -> str | None:
     return "block" if isinstance(cases, dict) and cases.keys() & {"expected_lines", "reference_results"} else None
 
 
-def grade(engine: Engine, task: dict, code: str, schema: str | None = None) -> list[dict]:
+def grade(engine: Engine, task: dict, code: str, schema: str | None = None, verdict_only: bool = False) -> list[dict]:
     """Case rows (case, verdict, category, detail) of one candidate, whatever the candidate does to
-    its own session; EngineUnavailable only when the server itself is gone."""
+    its own session; EngineUnavailable only when the server itself is gone. `verdict_only`: the rows
+    need only say whether every case passed (`passes`)."""
     try:
         kind = task_kind(task)
         if kind == "procedure":
-            return grade_procedure(engine, task, code, schema)
+            return grade_procedure(engine, task, code, schema, verdict_only)
         if kind == "function":
             return grade_function(engine, task, code)
         return grade_block(engine, task, code, schema if engine.loaded(schema) else None)
@@ -117,6 +118,12 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None) -> l
         return [
             {"case": n, "verdict": "ERROR", "category": INVALID_ARTIFACT, "detail": detail} for n in range(1, total + 1)
         ]
+
+
+def passes(engine: Engine, task: dict, code: str, schema: str | None = None) -> bool:
+    """Whether a candidate passes every case, as `grade` says, for a gate that needs nothing more: a
+    procedure's calls stop at the first that fails, without the detail of what differs."""
+    return all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema, verdict_only=True))
 
 
 def _not_graded(cand: Candidate, why: str, subset: str | None = None) -> list[dict]:

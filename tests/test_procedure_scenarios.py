@@ -370,6 +370,27 @@ def test_b2_grading_times_a_passing_candidate_against_reference_and_baseline(pg_
     assert not wrong.passed and wrong.metrics == {}  # a wrong candidate is not timed
 
 
+def test_a_verdict_alone_stops_at_the_first_failing_call_and_needs_no_reference_run(pg_engine, built, monkeypatch):
+    from plbench.evaluate import passes
+    from plbench.procedures.rows import grade_task, task_row
+    from plbench.taskrow import as_record
+
+    row = as_record(task_row(_task(built, "b2", REPORT), "PostgreSQL 16"))
+    sessions, session = [], pg_engine.session
+    monkeypatch.setattr(pg_engine, "session", lambda reads=(): sessions.append(reads) or session(reads))
+    full = grade_task(pg_engine, row, row["scaffold"])
+    in_full, sessions[:] = len(sessions), []
+    verdict = grade_task(pg_engine, row, row["scaffold"], verdict_only=True)
+    # the introspection and the candidate's workspace, without the reference's workspace for the detail
+    assert (in_full, len(sessions)) == (3, 2)
+    assert not verdict.passed and verdict.call_verdicts == ["fail"] * len(full.call_verdicts)
+    assert full.detail.startswith(verdict.detail + ", ") and verdict.detail.startswith("state differs after call 1")
+    sessions[:] = []
+    timed_less = grade_task(pg_engine, row, row["reference_code"], verdict_only=True)
+    assert timed_less.passed and timed_less.metrics == {} and len(sessions) == 2  # B2 times no pass
+    assert passes(pg_engine, row, row["reference_code"]) and not passes(pg_engine, row, row["scaffold"])
+
+
 # ---- B3 line edits ------------------------------------------------------------------------------------
 
 
@@ -493,11 +514,11 @@ def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grad
     turns = {r.key: dataclasses.replace(r, subset="multiturn", task_id=f"multiturn/{r.task_id}") for r in one.rows}
     made = {turns[key].key: code for key, code in one.trivial_candidates.items() if key in turns}
     twin = dataclasses.replace(one, subset="multiturn", rows=list(turns.values()), trivial_candidates=made)
-    graded, grade = [], trivial.grade
+    graded, passes = [], trivial.passes
     monkeypatch.setattr(
         trivial,
-        "grade",
-        lambda engine, task, code, schema: graded.append(task["subset"]) or grade(engine, task, code, schema),
+        "passes",
+        lambda engine, task, code, schema: graded.append(task["subset"]) or passes(engine, task, code, schema),
     )
     gated = trivial.gate_parts([one, twin], pg_engine)
     [postgres] = [r.key for r in one.rows if r.dialect == "postgres"]

@@ -18,8 +18,11 @@ from plbench.engines.base import Engine
 from plbench.procedures.rows import database_schema, grade_copied, grade_task
 
 
-def grade_procedure(engine: Engine, task: dict, code: str, schema: str | None = None) -> list[dict]:
-    """The case rows (case, verdict, category, detail) of a candidate procedure, one per call."""
+def grade_procedure(
+    engine: Engine, task: dict, code: str, schema: str | None = None, verdict_only: bool = False
+) -> list[dict]:
+    """The case rows (case, verdict, category, detail) of a candidate procedure, one per call; with
+    `verdict_only` they say only whether every call passed (plbench.procedures.grade.grade_in)."""
     schema = schema or database_schema(task)
     calls = json.loads(task["test_cases"])
     if engine.copies_databases:
@@ -30,7 +33,7 @@ def grade_procedure(engine: Engine, task: dict, code: str, schema: str | None = 
     elif not engine.loaded(schema):
         return _not_run(len(calls), f"database {task['database']} is not loaded on this server")
     else:
-        graded = grade_task(engine, task, code, schema)
+        graded = grade_task(engine, task, code, schema, verdict_only)
     if graded.passed:
         return [_case(n, "PASS", None, "") for n in range(1, len(calls) + 1)]
     first = graded.call_verdicts.index("fail") + 1 if "fail" in graded.call_verdicts else 1

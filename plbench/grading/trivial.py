@@ -12,9 +12,10 @@ its own through `plbench.subsets.base.Subset.trivial_candidates`, by default the
   `first_call_only`, `state_change_removed`: plbench.procedures.strength) and hands them over in its
   release part (SubsetRelease.trivial_candidates).
 
-`run_trivial` grades each through the one grading path (plbench.evaluate.grade) and says what each
-passed. The release gate (`gate_parts`, run by the `release_tables` asset) turns a block task some
-trivial candidate passes (today: the Spider tasks whose gold result is empty, which the empty block
+`run_trivial` grades each through the one grading path (plbench.evaluate.passes: `grade`, stopping at
+a procedure's first failing call, since a verdict is all the gate records) and says what each passed.
+The release gate (`gate_parts`, run by the `release_tables` asset) turns a block task some trivial
+candidate passes (today: the Spider tasks whose gold result is empty, which the empty block
 passes), and a procedure task one passes, into a rejection `trivial_candidate_passes`; function
 tasks a constant passes are listed in the manifest's `trivial_candidates` section instead, until
 input generation (the construction operators) gives them cases that tell a constant apart.
@@ -31,7 +32,7 @@ from plbench.config import NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import Unit
 from plbench.engines.base import Engine
-from plbench.evaluate import grade, task_kind
+from plbench.evaluate import passes, task_kind
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.functions import typed_task
 from plbench.mbpp.artifacts import TaskEmitter, repr_sql
@@ -113,7 +114,7 @@ def run_trivial(
         for name, code in candidates_of(task):
             key = (grading_inputs(task), code)
             if key not in known:
-                known[key] = all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema))
+                known[key] = passes(engine, task, code, schema)
             out[name] = known[key]
         return out
 

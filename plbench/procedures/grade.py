@@ -83,31 +83,41 @@ def first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, s
     return "", None
 
 
-def grade(engine, task: ProcedureTask, candidate: str) -> Grade:
-    """Install `candidate` in a fresh workspace and run the task's calls (see the module docstring)."""
+def grade(engine, task: ProcedureTask, candidate: str, verdict_only: bool = False) -> Grade:
+    """Install `candidate` in a fresh workspace and run the task's calls (see the module docstring);
+    `verdict_only`: see `grade_in`."""
     reads = (task.db.schema_name,)
     with engine.session(reads=reads) as session, contextlib.ExitStack() as later:
 
         def reference_workspace() -> Workspace:  # only a failure's detail needs one
             return Workspace(later.enter_context(engine.session(reads=reads)), task.db)
 
-        return grade_in(Workspace(session, task.db), task, candidate, reference_workspace)
+        return grade_in(Workspace(session, task.db), task, candidate, reference_workspace, verdict_only=verdict_only)
 
 
 def grade_in(
-    workspace: Workspace, task: ProcedureTask, candidate: str, reference_workspace=None, built: bool = False
+    workspace: Workspace,
+    task: ProcedureTask,
+    candidate: str,
+    reference_workspace=None,
+    built: bool = False,
+    verdict_only: bool = False,
 ) -> Grade:
     """Grade in an existing workspace (the build grades its own code so); the reference's rows for the
     detail come from `reference_workspace()` when given, else from the same workspace after a reset.
     `built`: the candidate is one the build made, writing only `task.extra_tables` (see suites.run_seed),
-    so both it and the reference run as `Workspace.run_built` runs them (the same trace, fewer reads)."""
+    so both it and the reference run as `Workspace.run_built` runs them (the same trace, fewer reads).
+    `verdict_only`: only `passed` is wanted (the trivial-candidate gate), so the calls stop at the first
+    that fails (it and the calls not made are "fail"), and the detail names what differs without the rows
+    (no reference rerun)."""
     first: dict = {}
 
     def inspect(index: int, result: CallResult) -> bool:
         what, table = first_mismatch(index + 1, task.expected[index], result)
         if what and not first:
-            first.update(index=index, what=what, table=table, rows=_rows(workspace, table) if table else [])
-        return True
+            rows = _rows(workspace, table) if table and not verdict_only else []
+            first.update(index=index, what=what, table=table, rows=rows)
+        return not (verdict_only and first)
 
     trace = _run(workspace, built)(list(task.setup), candidate, list(task.calls), task.extra_tables, inspect)
     if trace.install_error:
@@ -116,7 +126,7 @@ def grade_in(
     if not first:
         return Grade(True, verdicts)
     detail = first["what"]
-    if first["table"]:
+    if first["table"] and not verdict_only:
         other = reference_workspace() if reference_workspace else workspace
         reference = _reference_rows(other, task, first["index"], first["table"], built)
         detail += ", " + row_difference(reference, first["rows"])

@@ -91,13 +91,13 @@ def database_schema(task: dict) -> str:
     return schema_name("spider1", task["database"])
 
 
-def grade_task(engine, task: dict, candidate: str, schema: str | None = None) -> Grade:
+def grade_task(engine, task: dict, candidate: str, schema: str | None = None, verdict_only: bool = False) -> Grade:
     """Grade a candidate (for B3 also line edits) against a released procedures row (a dict) on its loaded
-    database."""
+    database; `verdict_only`: see plbench.procedures.scenarios.grade_submission."""
     schema = schema or database_schema(task)
     with engine.session(reads=(schema,)) as session:
         db = DatabaseCopy.introspect(session, schema)
-    return _graded_on(engine, task, db, candidate)
+    return _graded_on(engine, task, db, candidate, verdict_only)
 
 
 def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None = None) -> Grade:
@@ -108,9 +108,9 @@ def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None
     return _graded_on(engine, task, OracleCopy.read(folder, task["database"]), candidate)
 
 
-def _graded_on(engine, task: dict, db: DatabaseCopy | OracleCopy, candidate: str) -> Grade:
+def _graded_on(engine, task: dict, db: DatabaseCopy | OracleCopy, candidate: str, verdict_only: bool = False) -> Grade:
     materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
-    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate)
+    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate, verdict_only)
 
 
 def grade_row(engine, row: TaskRow, candidate: str) -> Grade:

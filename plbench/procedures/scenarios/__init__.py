@@ -15,9 +15,16 @@ ADAPTERS = {module.SCENARIO: module for module in (a1, b1, b2, b3, b4, c1, c2, a
 
 
 def grade_submission(
-    engine, task: ProcedureTask, scenario: str, materials: dict, suite: dict, submission: str
+    engine,
+    task: ProcedureTask,
+    scenario: str,
+    materials: dict,
+    suite: dict,
+    submission: str,
+    verdict_only: bool = False,
 ) -> Grade:
-    """Grade a submission to a task of `scenario` (materials and call suite as the release row holds them)."""
+    """Grade a submission to a task of `scenario` (materials and call suite as the release row holds them).
+    `verdict_only`: only `passed` is wanted (plbench.procedures.grade.grade_in), so B2 does not time a pass."""
     if scenario == b3.SCENARIO:
         try:
             submission = b3.submitted(task.task_id, materials, submission)
@@ -25,8 +32,8 @@ def grade_submission(
             return Grade(False, ["fail"] * len(task.calls), str(exc), INVALID_ARTIFACT)
     if isinstance(task.db, OracleCopy):  # B2's timing reads PostgreSQL's statistics views: calls only here
         return grade_oracle(engine, task, submission)
-    graded = grade(engine, task, submission)
-    if "performance" in suite and graded.passed:
+    graded = grade(engine, task, submission, verdict_only)
+    if "performance" in suite and graded.passed and not verdict_only:
         baseline = materials["current_procedure.sql"]
         return b2.timed_grade(engine, task, suite["performance"], baseline, submission, graded)
     return graded
