@@ -9,7 +9,7 @@ row counts and checksums, the gold-query equivalence on Spider 1.0, the task rec
 on every database of the sample, in its own process (bench/revisions.py), rounds alternating which goes
 first. The sample: the `--sample` costliest databases of the build (by the seconds the stored
 `normalized_databases_postgres` reports of `--storage` give, default this checkout's stage storage),
-else every `n`-th by name. The sources are read into the sources cache before the clock starts, as the
+or the `--keys` given. The sources are read into the sources cache before the clock starts, as the
 build's Oracle partitions do before the PostgreSQL ones. Prints wall time and the CPU of each process and
 of the server; then whether the reports are equal: DDL, files and their checksums, decision counts, load
 and verification per table, every gold query's class, texts and detail, the Spider 2.0-Lite tasks,
@@ -73,9 +73,9 @@ def child(keys: list[str], out: Path, normalized: Path, cache: Path, profile: Pa
 def sample(storage: Path, size: int) -> list[str]:
     """The `size` costliest databases of the stored build, in name order."""
     stored = storage / "normalized_databases_postgres"
-    costs = sorted(((pickle.loads(p.read_bytes()).seconds, p.name) for p in stored.iterdir()), reverse=True)
+    costs = sorted(((pickle.loads(p.read_bytes()).seconds, p.name) for p in stored.glob("*")), reverse=True)
     if not costs:
-        raise SystemExit(f"{stored}: no stored reports to pick the sample from")
+        raise SystemExit(f"{stored}: no stored reports to pick the sample from (give --storage or --keys)")
     return sorted(name for _, name in costs[:size])
 
 

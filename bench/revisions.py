@@ -62,4 +62,5 @@ def server_uri(data_dir: Path) -> str:
     """The URI of the embedded server in `data_dir` (started if it is not running), for the children."""
     import pgserver
 
+    data_dir.parent.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no .cache yet
     return pgserver.get_server(str(data_dir), cleanup_mode=None).get_uri()

@@ -20,7 +20,7 @@ from sqlglot import exp
 from plbench.dialects import DIALECTS
 from plbench.dialects.oracle import INSERT_BATCH as ORACLE_INSERT_BATCH
 from plbench.normalize.emit import DecisionsFile, data_script, normalize, write_files
-from plbench.normalize.load import LoadReport, load_postgres, verify_postgres
+from plbench.normalize.load import LoadReport, canonical, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
 from plbench.normalize.typemap import (
@@ -501,6 +501,32 @@ def test_booleans_load_as_zero_and_one_in_oracle():
         "  INTO FLAGS (F, T) VALUES (1, '00:00:01')\nSELECT 1 FROM DUAL;"
     )
     assert DIALECTS["postgres"].copy_text(pg.table("flags")) == "True\t07:05:00\nFalse\t\\N\nTrue\t00:00:01\n"
+
+
+# Every value type rows hold, with its COPY text field and its checksum text (exact-type fast paths and the rest)
+VALUE_TEXTS = [
+    (None, "\\N", "\\N"),
+    ("a\tb\nc\\d\re", "a\\tb\\nc\\\\d\\re", "a\tb\nc\\d\re"),
+    ("plain", "plain", "plain"),
+    (-12, "-12", "-12"),
+    (True, "True", "True"),
+    (2.5, "2.5", "2.5"),
+    (float("nan"), "NaN", "nan"),
+    (float("-inf"), "-Infinity", "-inf"),
+    (decimal.Decimal("1.50"), "1.50", "1.5"),
+    (decimal.Decimal("1E+2"), "1E+2", "1E+2"),
+    (dt.datetime(2020, 1, 2, 3, 4, 5), "2020-01-02 03:04:05", "2020-01-02T03:04:05"),
+    (dt.date(2020, 1, 2), "2020-01-02", "2020-01-02"),
+    (dt.time(7, 5), "07:05:00", "07:05:00"),
+    (b"\x00\xff", "\\\\x00ff", "00ff"),
+]
+
+
+@pytest.mark.parametrize("value, copy_field, canonical_text", VALUE_TEXTS, ids=lambda v: repr(v)[:20])
+def test_each_value_type_has_its_copy_field_and_checksum_text(value, copy_field, canonical_text):
+    table = dataclasses.make_dataclass("Rows", ["rows"])([(value, 1)])
+    assert DIALECTS["postgres"].copy_text(table) == f"{copy_field}\t1\n"
+    assert canonical(value) == canonical_text
 
 
 def test_oracle_insert_all_batches_and_literals(tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -342,7 +343,7 @@ class PostgresDialect(Dialect):
 
     def copy_text(self, table) -> str:
         """The table's rows in COPY text format (what a loader streams, and what data.sql embeds)."""
-        return "".join("\t".join(_copy_field(v) for v in row) + "\n" for row in table.rows)
+        return "".join("\t".join(map(_copy_field, row)) + "\n" for row in table.rows)
 
     # ---- Spider SQL --------------------------------------------------------------------
     row_id = "ctid"
@@ -401,19 +402,23 @@ def _copy_field(v) -> str:
     """One field of PostgreSQL COPY text format."""
     if v is None:
         return "\\N"
-    if isinstance(v, bytes):
-        text = "\\x" + v.hex()
-    elif isinstance(v, dt.datetime):
-        text = v.isoformat(sep=" ")
-    elif isinstance(v, float):
-        text = (
-            repr(v)
-            if v == v and abs(v) != float("inf")
-            else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
-        )
-    else:
-        text = str(v)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    kind = type(v)
+    if kind is str:  # the only common type whose text can hold a character COPY escapes
+        return v.translate(_COPY_ESCAPES) if _NEEDS_COPY_ESCAPE.search(v) else v
+    if kind is int or kind is dt.date or kind is dt.time or kind is Decimal:
+        return str(v)  # digits, signs, '.', '-', ':', 'E': nothing to escape
+    if kind is float:
+        return repr(v) if v == v and abs(v) != float("inf") else _NON_FINITE[repr(v)]
+    if kind is dt.datetime:
+        return v.isoformat(sep=" ")
+    if kind is bytes:
+        return "\\\\x" + v.hex()  # the hex input form, its backslash escaped
+    return str(v).translate(_COPY_ESCAPES)
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NEEDS_COPY_ESCAPE = re.compile(r"[\\\t\n\r]")
 
 
 _FLOAT_EQ = """BEGIN
