@@ -215,6 +215,43 @@ def test_a_candidate_cannot_change_a_loaded_database(pg_engine, loaded, attack):
     assert _intact(pg_engine, loaded)
 
 
+# A committing candidate plants the schemas it guesses the next sessions will get from its own name (a counter
+# and the process id, as names were once made), each with a function and an operator = that would hijack them.
+PLANT_GUESSED_SCHEMAS = r"""DO $$
+DECLARE
+  parts text[] := regexp_match(current_schema(), '^plb_s_([0-9]+)_([0-9]+)$');
+  guess text;
+BEGIN
+  FOR k IN 1..10 LOOP
+    guess := CASE WHEN parts IS NULL THEN format('plb_s_guess_%s', k)
+             ELSE format('plb_s_%s_%s', parts[1]::int + k, parts[2]) END;
+    EXECUTE format('CREATE SCHEMA %I', guess);
+    EXECUTE format('CREATE FUNCTION %I.planted() RETURNS int LANGUAGE sql AS ''SELECT 42''', guess);
+    EXECUTE format('CREATE FUNCTION %I.eq(int, int) RETURNS bool LANGUAGE sql AS ''SELECT true''', guess);
+    EXECUTE format('CREATE OPERATOR %I.= (LEFTARG = int, RIGHTARG = int, FUNCTION = %I.eq)', guess, guess);
+  END LOOP;
+END $$; COMMIT"""
+
+
+def test_a_committing_candidate_cannot_plant_the_schema_a_later_session_runs_in(pg_engine):
+    with pg_engine.session() as session:
+        assert session.execute(PLANT_GUESSED_SCHEMAS).ok and session.escaped
+    for _ in range(10):
+        with pg_engine.session() as later:
+            own = later.query(
+                "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = current_schema()::regnamespace"
+            )
+            assert own.rows == [(0,)], later.schema  # its schema is its own, empty
+            assert later.query("SELECT 1 = 2").rows == [(False,)]
+    with pg_engine.connection() as admin:  # the planted schemas go, for the tests after this one
+        planted = admin.execute(
+            "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspowner = %s::regrole AND nspname LIKE 'plb_s_%%'",
+            [CANDIDATE_ROLE],
+        ).fetchall()
+        for (name,) in planted:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
 def test_a_candidate_cannot_touch_the_catalog_or_the_search_path_of_the_next_session(pg_engine):
     with pg_engine.session() as session:
         assert session.execute("DROP FUNCTION pg_catalog.abs(bigint)").error.code == "42501"

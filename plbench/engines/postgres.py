@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
-import os
+import secrets
 import threading
 import warnings
 import weakref
@@ -54,16 +53,17 @@ _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra
 _CHECKOUTS_MAX = 100
 _CONNECT_TIMEOUT_S = 10
 CANDIDATE_ROLE = "plbench_candidate"
-_schema_counter = itertools.count(1)  # next() on a count is atomic under the GIL
 # statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog cancels
 # any statement still running this long after its timeout, and ends its backend as long again later.
 _WATCHDOG_GRACE_S = 1.0
 
 
 def _next_schema_name() -> str:
-    # The pid keeps names unique across processes sharing one server: two open
-    # transactions creating the same schema name would block each other.
-    return f"plb_s_{next(_schema_counter)}_{os.getpid()}"
+    # Unguessable, not counted: a candidate that commits can create a schema that outlives its session, and a
+    # later session named like it would run inside it (CREATE SCHEMA IF NOT EXISTS), among the candidate's
+    # functions and operators, which its search_path puts before pg_catalog. Random names are also unique
+    # across the processes sharing one server (two open transactions creating one name would block each other).
+    return f"plb_s_{secrets.token_hex(8)}"
 
 
 def _describe(dsn: str) -> str:
