@@ -295,3 +295,15 @@ def test_source_dialect_rules_each_give_their_exact_output():
     assert _FULL_NAMES["snowflake"]("DB", "PUBLIC", "T") == ("DB", "PUBLIC", "T")
     assert _FULL_NAMES["bigquery"]("db", "bigquery-public-data.ga", "t") == ("bigquery-public-data", "ga", "t")
     assert set(_FULL_NAMES) == {"snowflake", "bigquery"}  # SQLite names are never qualified
+
+
+def test_with_postgres_the_databases_load_on_threads_as_one_at_a_time(ingested, pg_engine, tmp_path):
+    config, inputs = ingested
+    keys, given = inputs.partition_keys(), {inputs.source: inputs}
+    threaded = dict(normalize_databases(config.with_(workers=2), given, keys, pg_engine))
+    alone = dict(normalize_databases(config.with_(workers=1), given, keys, pg_engine))
+    assert list(threaded) == keys and len(keys) > 2
+    for key in keys:
+        a, b = threaded[key], alone[key]
+        assert a.load.verified and a.load.tables == b.load.tables, key
+        assert (a.ddl, a.files, a.spider2_tasks) == (b.ddl, b.files, b.spider2_tasks), key

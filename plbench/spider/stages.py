@@ -20,7 +20,7 @@ import pickle
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -326,11 +326,21 @@ def normalize_databases(
 ) -> Iterator[tuple[str, DatabaseReport]]:
     """`normalize_database` of every partition key (`<source>.<database>`), in order. Without an engine
     (Oracle with no server: emission and static checks only) each database is a computation on its
-    own, so they run in `config.workers` processes; with one, in this process (its connections)."""
+    own, so they run in `config.workers` processes; with PostgreSQL's (thread-safe: a connection per
+    session), on `config.workers` threads of this process, one database's Python beside another's
+    server work (COPY, constraints, gold queries); with another engine, one at a time."""
+
+    def one(key: str) -> DatabaseReport:
+        source, name = split_partition_key(key)
+        return normalize_database(config, inputs[source], name, engine)
+
+    if isinstance(engine, PostgresEngine) and config.workers > 1:
+        with ThreadPoolExecutor(config.workers, thread_name_prefix="plbench-normalize") as threads:
+            yield from zip(keys, threads.map(one, keys))
+        return
     if not isinstance(engine, NotConfigured) or config.workers < 2 or multiprocessing.current_process().daemon:
         for key in keys:
-            source, name = split_partition_key(key)
-            yield key, normalize_database(config, inputs[source], name, engine)
+            yield key, one(key)
         return
     spawn = multiprocessing.get_context("spawn")  # not fork: the caller's threads may hold locks
     with ProcessPoolExecutor(config.workers, spawn, _set_worker_inputs, (config, inputs, engine)) as pool:
