@@ -11,6 +11,7 @@ name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,11 @@ def test_the_collector_is_paused_while_a_database_emits_and_back_after_even_on_e
         assert not gc.isenabled()
     finally:
         gc.enable()
+    # on another thread (normalize_databases' PostgreSQL threads) the process's collector is left as it is
+    other = threading.Thread(target=emit, args=(False,))
+    other.start()
+    other.join()
+    assert seen[-1] is True and gc.isenabled()
 
 
 # ---- loading and tasks on the real PostgreSQL, as the partitions and the task stage do -------------

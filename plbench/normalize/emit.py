@@ -321,10 +321,10 @@ def data_script(db: NormalizedDatabase) -> str:
 
 
 # One encoder for every decision, as json.dumps(d, sort_keys=True, default=str) encodes it: json's C
-# encoder made once (JSONEncoder.encode makes one a call; Spider 2.0: ~540,000 calls), with the arguments
-# JSONEncoder gives it (ensure_ascii, check_circular, allow_nan).
-# No circular-reference markers (None): decisions hold no cycles, and one shared markers dict would see the
-# same rule row encoded by two threads at once (normalize_databases' PostgreSQL threads) as a cycle.
+# encoder made once (JSONEncoder.encode makes one a call; Spider 2.0: ~540,000 calls), ensure_ascii and
+# allow_nan as JSONEncoder's defaults, without circular-reference markers (None): decisions hold no cycles,
+# and one shared markers dict would see a rule row that two threads encode at once (normalize_databases'
+# PostgreSQL threads) as a cycle.
 _DECISION_ENCODER = json.encoder.c_make_encoder(
     None, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True
 )

@@ -17,6 +17,7 @@ import hashlib
 import json
 import multiprocessing
 import pickle
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -262,7 +263,12 @@ def collector_paused() -> Iterator[None]:
     them start a collection, which every 10th and 100th time walks the older objects (the source
     database) too. Reference counting frees them all anyway. As a function's decorator, the
     function's objects are freed before the collector is back: it then walks only what the function
-    returned and the cycles it made (sqlglot trees)."""
+    returned and the cycles it made (sqlglot trees). The collector is one per process, so only the main
+    thread pauses it: two threads (normalize_databases on PostgreSQL) pausing and resuming it would race,
+    and one could leave it off for good."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     enabled = gc.isenabled()
     gc.disable()
     try:
