@@ -248,3 +248,39 @@ def test_run_baseline(pg_engine):
 def test_unreachable_server_is_engine_unavailable(tmp_path):
     with pytest.raises(EngineUnavailable, match="PLBENCH_PG_DSN"):
         PostgresEngine.start(f"postgresql://nobody@/postgres?host={tmp_path}&port=1", data_dir=tmp_path)
+
+
+def test_a_server_still_starting_is_waited_for_and_one_that_is_gone_is_not(tmp_path):
+    """An embedded server that stopped uncleanly replays its WAL before it is ready, longer than pgserver's
+    10 s on a build's data dir: the engine waits for a server still starting, and not for one that is gone."""
+    import signal
+
+    import pgserver
+    from pgserver._commands import pg_ctl
+    from pgserver.utils import PostmasterInfo
+
+    data = tmp_path / "pg"
+    server = pgserver.get_server(str(data), cleanup_mode=None)
+    first = PostmasterInfo.read_from_pgdata(data)
+    os.kill(first.pid, signal.SIGINT)  # fast shutdown: the pid file goes with the server
+    deadline = time.monotonic() + 30
+    while (data / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    assert not postgres.wait_until_ready(data, 30) and time.monotonic() - started < 1
+    # Started without waiting (as pg_ctl leaves one that outlived its timeout): waited for until it is ready.
+    pg_ctl(
+        ["-o", '-h ""', "-o", f"-k {first.socket_dir}", "-l", str(data / "log"), "start"],
+        pgdata=data,
+        user=server.system_user,
+    )
+    try:
+        while not (data / "postmaster.pid").exists() and time.monotonic() < deadline + 30:
+            time.sleep(0.01)  # written by the postmaster as it starts, "starting" until it is ready
+        assert postgres.wait_until_ready(data, 60)
+        info = PostmasterInfo.read_from_pgdata(data)
+        assert info.status == "ready" and info.pid != first.pid
+        with psycopg.connect(info.get_uri()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        os.kill(PostmasterInfo.read_from_pgdata(data).pid, signal.SIGINT)

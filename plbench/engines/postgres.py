@@ -31,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
+import subprocess
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -52,6 +54,7 @@ _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra
 # after this many checkouts; opening one costs about as much as 100 sessions on a fresh backend.
 _CHECKOUTS_MAX = 100
 _CONNECT_TIMEOUT_S = 10
+_RECOVERY_WAIT_S = 300  # a build's data dir replayed 270 MB of WAL in 10.1 s after an unclean stop
 CANDIDATE_ROLE = "plbench_candidate"
 # statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog cancels
 # any statement still running this long after its timeout, and ends its backend as long again later.
@@ -89,11 +92,39 @@ def _start_pgserver(data_dir: Path):
         data_dir.parent.mkdir(parents=True, exist_ok=True)
         # Reuses a server already running on this data dir (also from another process).
         return pgserver.get_server(str(data_dir), cleanup_mode=None)
-    except Exception as exc:  # pgserver raises CalledProcessError, TimeoutExpired, OSError, AssertionError...
-        raise EngineUnavailable(
-            f"could not start the embedded PostgreSQL (pgserver) in {data_dir}: {exc!r}; "
-            f"see {data_dir / 'log'}, or set PLBENCH_PG_DSN to an existing PostgreSQL"
-        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        # pgserver gives the server 10 s to start. One that stopped uncleanly (a killed machine or process)
+        # replays its WAL first, which on a build's data dir takes longer, and it goes on starting: wait for
+        # it, then reuse it.
+        if not wait_until_ready(data_dir, _RECOVERY_WAIT_S):
+            raise EngineUnavailable(_start_failed(data_dir, exc)) from exc
+        return pgserver.get_server(str(data_dir), cleanup_mode=None)
+    except Exception as exc:  # pgserver raises CalledProcessError, OSError, AssertionError...
+        raise EngineUnavailable(_start_failed(data_dir, exc)) from exc
+
+
+def _start_failed(data_dir: Path, exc: Exception) -> str:
+    return (
+        f"could not start the embedded PostgreSQL (pgserver) in {data_dir}: {exc!r}; "
+        f"see {data_dir / 'log'}, or set PLBENCH_PG_DSN to an existing PostgreSQL"
+    )
+
+
+def wait_until_ready(data_dir: Path, seconds: float) -> bool:
+    """Whether the server of `data_dir` is ready within `seconds`: False at once when none is running (no
+    postmaster.pid, or its process is gone), as a server that gave up starting leaves it."""
+    from pgserver.utils import PostmasterInfo
+
+    deadline = time.monotonic() + seconds
+    while True:
+        info = PostmasterInfo.read_from_pgdata(data_dir)
+        if info is None or not info.is_running():
+            return False
+        if info.status == "ready":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
 
 
 class PostgresEngine:
