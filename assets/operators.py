@@ -127,10 +127,13 @@ def procedural_ile(
             build.procedure_ile_rounds,
             judge,
             build.procedure_workers,
+            build.procedure_ile_databases,
         )
     section = summary(out)
     context.add_output_metadata(
         {
+            "databases": section["databases"]["taking_part"],
+            "left_out_by_cap": section["databases"]["left_out"],
             "seeds": section["seeds"],
             "enhanced": section["enhanced"],
             "episodes": section["episodes"],

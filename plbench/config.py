@@ -37,7 +37,8 @@ PATH_SETTINGS = (
     "download_dir",
     "crosscheck_solutions",
 )
-PROCEDURE_DATABASES = 10  # the default of BuildConfig.procedure_databases (see there)
+PROCEDURE_DATABASES = 0  # the default of BuildConfig.procedure_databases (see there)
+PROCEDURE_ILE_DATABASES = 60  # the default of BuildConfig.procedure_ile_databases (see there)
 PROCEDURE_WORKERS = 2  # the default of BuildConfig.procedure_workers (see there)
 
 
@@ -101,10 +102,9 @@ class BuildConfig:
     executor: str = "in_process"
     celery_broker: str | None = None
     # Procedures (subset procedures): how many Spider 1.0 databases take part, spread over the name order
-    # (PLBENCH_PROCEDURE_DATABASES; 0: every one). Seeds, suites, mutants and scenarios of all 163 take 8.7 min
-    # with 2 workers on this quiet 2-core machine (bench/procedures_sample.py --every 1 --workers 2: 1885 seeds),
-    # but procedural ILE and Interactive over them still take hours (bench/procedural_ile_sample.py projects
-    # 2.8 h), so the default takes 10.
+    # (PLBENCH_PROCEDURE_DATABASES; 0, the default: every one). Seeds, suites, mutants and scenarios of all 163
+    # take 8.7 min with 2 workers on this quiet 2-core machine (bench/procedures_sample.py --every 1 --workers 2:
+    # 1885 seeds over 150 databases).
     procedure_databases: int = PROCEDURE_DATABASES
     # Databases the procedures stages (seeds, scenarios, procedural ILE, interactive) build side by side
     # (PLBENCH_PROCEDURE_WORKERS; threads sharing one engine, plbench.procedures.parallel). The output is the
@@ -115,6 +115,12 @@ class BuildConfig:
     # ILE on the procedures' seeds (subsets procedures_ile, multiturn): rounds per seed at most
     # (PLBENCH_PROCEDURE_ILE_ROUNDS); an episode has 3 to 5 turns, so 2 to 4 rounds make one. Same proposer as MBPP's.
     procedure_ile_rounds: int = 3
+    # How many of the databases with seeds procedural ILE enhances (PLBENCH_PROCEDURE_ILE_DATABASES; 0: every
+    # one), spread over the name order as procedure_databases is: ILE runs each seed's rounds with their suites,
+    # mutants and trivial candidates, 0.87 s a seed (bench/procedural_ile_sample.py --every 16: 111 of 120 seeds
+    # enhanced, 99 with >= 2 rounds), 27 min for all 1885. 60 databases hold about 750 seeds, enough for >= 500
+    # tasks of >= 2 rounds. The Interactive variants take every seed: a final round where ILE ran, else the seed.
+    procedure_ile_databases: int = PROCEDURE_ILE_DATABASES
 
     @classmethod
     def from_env(cls, **overrides) -> BuildConfig:
@@ -136,6 +142,7 @@ class BuildConfig:
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),
             "procedure_workers": int(env.get("PLBENCH_PROCEDURE_WORKERS") or PROCEDURE_WORKERS),
             "procedure_ile_rounds": int(env.get("PLBENCH_PROCEDURE_ILE_ROUNDS") or 3),
+            "procedure_ile_databases": int(env.get("PLBENCH_PROCEDURE_ILE_DATABASES") or PROCEDURE_ILE_DATABASES),
         }
         if env.get(SETTINGS_ENV):
             values.update(read_settings(Path(env[SETTINGS_ENV])))
@@ -175,6 +182,7 @@ class BuildConfig:
             "ile_rounds": self.ile_rounds,
             "procedure_databases": self.procedure_databases,
             "procedure_ile_rounds": self.procedure_ile_rounds,
+            "procedure_ile_databases": self.procedure_ile_databases,
         }
 
 

@@ -372,6 +372,7 @@ def test_multiturn_rows_one_per_turn_and_each_turn_graded_on_its_own_suite(pg_en
 def test_the_manifest_section_reports_rounds_and_complexity_per_round(database):
     section = summary(ProceduralIle([database], ("postgres",), "PostgreSQL 16", rounds=3))
     assert section == {  # no seconds: a manifest is the same for the same inputs
+        "databases": {"taking_part": 1, "left_out": 0},
         "seeds": 2,
         "enhanced": 2,
         "max_rounds": 3,

@@ -110,3 +110,31 @@ def test_one_and_two_workers_enhance_the_seeds_into_byte_identical_ile_tasks_and
     assert outputs[1] == outputs[2]
     assert json.loads(outputs[2])["databases"] == ["wone", "wtwo"]
     assert json.loads(outputs[2])["ile"], "the fixture's seeds give enhanced tasks"
+
+
+def test_ile_takes_the_capped_databases_with_seeds_and_names_the_others(pg_engine, spider, tmp_path):
+    from plbench.operators.procedural_ile import ProcedureRuleProposer
+    from plbench.operators.procedural_stage import build_ile, summary
+
+    inputs, reports = spider
+    config = BuildConfig(cache_dir=tmp_path, procedure_databases=0, procedure_workers=1)
+    seeds = stages.build_seeds(config, inputs, reports, pg_engine)
+    built = build_ile(
+        seeds.databases,
+        lambda name: stages.databases_of(config, inputs, name),
+        pg_engine,
+        ProcedureRuleProposer(),
+        1,
+        cap=1,
+    )
+    assert [db.database for db in built.databases] == ["wone"] and built.left_out == ["wtwo"]
+    section = summary(built)
+    assert section["databases"] == {"taking_part": 1, "left_out": 1}
+    assert section["seeds"] == len(seeds.databases["wone"].seeds)
+
+
+def test_the_procedures_take_every_database_and_ile_a_capped_share_by_default(monkeypatch):
+    assert (BuildConfig().procedure_databases, BuildConfig().procedure_ile_databases) == (0, 60)
+    monkeypatch.setenv("PLBENCH_PROCEDURE_ILE_DATABASES", "7")
+    config = BuildConfig.from_env()
+    assert config.procedure_ile_databases == 7 and config.fingerprint()["procedure_ile_databases"] == 7

@@ -22,6 +22,7 @@ from plbench.procedures.parallel import each_database
 from plbench.procedures.rows import task_row
 from plbench.procedures.scenarios import a1
 from plbench.procedures.seeds import ValidatedSeed, workspaces
+from plbench.procedures.stages import selected_databases
 from plbench.procedures.strength import fails_suite
 from plbench.procedures.tasks import AdapterRejected, ScenarioTask, make_task, prompt
 from plbench.records import Rejection
@@ -101,13 +102,15 @@ def episode(ctx_of, enhanced: EnhancedSeed) -> list[Turn]:
 
 @dataclass
 class ProceduralIle:
-    """Procedural ILE over every database that has validated seeds (the procedural_ile asset)."""
+    """Procedural ILE over the databases that have validated seeds, as many as the cap takes (the procedural_ile
+    asset)."""
 
     databases: list[DatabaseIle] = field(default_factory=list)
     executed: tuple[str, ...] = ()  # dialects whose references ran
     engine_version: str | None = None
     rounds: int = 0  # the configured maximum
     seconds: float = 0.0
+    left_out: list[str] = field(default_factory=list)  # databases with seeds beyond the configured cap
 
     @property
     def ledger(self) -> Ledger:
@@ -118,19 +121,21 @@ class ProceduralIle:
 
 
 def build_ile(
-    seeds: dict, databases_of: Callable, engine, proposer, rounds: int, judge=None, workers: int = 1
+    seeds: dict, databases_of: Callable, engine, proposer, rounds: int, judge=None, workers: int = 1, cap: int = 0
 ) -> ProceduralIle:
-    """ILE on the validated seeds of every database (`seeds`: name -> DatabaseSeeds; `databases_of(name)`:
-    its NormalizedDatabases in PostgreSQL and Oracle), in PostgreSQL, `workers` databases side by side (the
-    proposers and the judge keep no state between proposals, so the output is the same for any number)."""
+    """ILE on the validated seeds of the databases that have some (`seeds`: name -> DatabaseSeeds;
+    `databases_of(name)`: its NormalizedDatabases in PostgreSQL and Oracle), `cap` of them spread over the name
+    order (0: every one), in PostgreSQL, `workers` databases side by side (the proposers and the judge keep no
+    state between proposals, so the output is the same for any number)."""
     start = time.perf_counter()
-    out = ProceduralIle(executed=(engine.dialect,), engine_version=engine.version(), rounds=rounds)
+    names, left_out = selected_databases([name for name, db in seeds.items() if db.seeds], cap)
+    out = ProceduralIle(executed=(engine.dialect,), engine_version=engine.version(), rounds=rounds, left_out=left_out)
 
     def enhanced(name: str) -> DatabaseIle:
         pg_db, oracle_db = databases_of(name)
         return database_ile(engine, pg_db, oracle_db, seeds[name].seeds, proposer, rounds, judge)
 
-    out.databases = each_database(enhanced, [name for name, db in seeds.items() if db.seeds], workers)
+    out.databases = each_database(enhanced, names, workers)
     out.seconds = time.perf_counter() - start
     return out
 
@@ -144,6 +149,7 @@ def summary(stage: ProceduralIle) -> dict:
         for i, version in enumerate(e.history):
             per_round[i].append(version.seed.procedure)
     return {
+        "databases": {"taking_part": len(stage.databases), "left_out": len(stage.left_out)},
         "seeds": sum(db.seeds for db in stage.databases),
         "enhanced": len(enhanced),
         "max_rounds": stage.rounds,
