@@ -344,15 +344,17 @@ def test_b2_decides_by_counts_so_two_builds_and_a_slowed_clock_give_the_same_row
     again = b2_built(REPORT)
     assert rows(again) == rows(t for t in built.tasks if (t.scenario, t.seed_id) == ("b2", REPORT))
     assert set(again[0].measured) == {"reference_s", "baseline_s", "speedup"} and again[0].measured["speedup"] > 0
-    timed = b2.timed
+    timed, repeats = b2.timed, []
 
-    def reference_slowed(workspace, setup, procedure, calls, index):  # as if the machine stalled on it
-        work = timed(workspace, setup, procedure, calls, index)
+    def reference_slowed(workspace, setup, procedure, calls, index, runs):  # as if the machine stalled on it
+        repeats.append(runs)
+        work = timed(workspace, setup, procedure, calls, index, runs)
         return dataclasses.replace(work, seconds=work.seconds * 1000) if procedure == reference else work
 
     monkeypatch.setattr(b2, "timed", reference_slowed)
     stalled = b2_built(REPORT)
     assert stalled[0].measured["speedup"] < b2.MIN_SPEEDUP and rows(stalled) == rows(again)
+    assert repeats == [2, 2] and again[0].call_suite["performance"]["repeats"] == 4  # grading times 4 runs
     summary = b2.timing_summary(stalled)
     assert summary["tasks"] == 1 and summary["below_1.1"] == 1 and summary["speedup_min"] < 1.1
 
