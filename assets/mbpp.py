@@ -5,6 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.versions import content_versioned
+from pipelines.progress import stage_progress
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.stages import (
     Ingested,
@@ -78,7 +79,8 @@ def mbpp_test_cases(
     mbpp_plus_raw: Ingested | None,
 ) -> StageOutput:
     ingested = selected(mbpp_raw, mbpp_plus_raw)
-    out = extract_test_cases(ingested, build)
+    with stage_progress(context):
+        out = extract_test_cases(ingested, build)
     context.add_output_metadata(_stage_metadata(out, sum(len(i.problems) for i in ingested)))
     return out
 

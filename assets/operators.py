@@ -8,6 +8,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.versions import content_versioned
+from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import DIALECT_NAMES, BuildConfig, NotConfigured
 from plbench.mbpp.stages import Ingested, StageOutput, build_tasks, replay_stage, roundtrip_stage
@@ -118,7 +119,7 @@ def procedural_ile(
     chosen = proposer(build, llm, ProcedureRuleProposer, ProcedureLLMProposer)
     client = llm.client()
     judge = None if isinstance(client, NotConfigured) else LLMJudge(client)
-    with engines.open("postgres") as engine:
+    with engines.open("postgres") as engine, stage_progress(context):
         out = build_ile(
             procedure_seeds.databases,
             lambda name: databases_of(build, spider1_raw, name),

@@ -12,6 +12,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.spider import normalization_report, normalized_assets
+from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.procedures.stages import ProcedureSeeds, build_seeds
@@ -44,7 +45,7 @@ def procedure_seeds(
         context.log.info(f"none of {SEEDED_SUBSETS} is among the selected subsets {build.subsets}")
         return None
     reports = reports_of(spider1_raw, reports_postgres or {}, "postgres")
-    with engines.open("postgres") as engine:
+    with engines.open("postgres") as engine, stage_progress(context):
         seeds = build_seeds(build, spider1_raw, reports, engine)
     rejected = Counter(r.reason_code for db in seeds.databases.values() for r in db.rejections)
     context.add_output_metadata(

@@ -37,6 +37,7 @@ import time
 import dagster as dg
 
 from assets.versions import code_version
+from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import BuildConfig
 from plbench.subsets.base import Staged, StagedSubset
@@ -57,7 +58,7 @@ def _metadata(staged: Staged, seconds: float) -> dict:
 def _timed(context: dg.AssetExecutionContext, resource: EnginesResource, dialects: tuple[str, ...], stage) -> Staged:
     """`stage(engines)` with the engines of `dialects` open; its figures become the asset's metadata."""
     start = time.monotonic()
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, stage_progress(context):
         staged = stage({d: stack.enter_context(resource.open(d)) for d in dialects})
     context.add_output_metadata(_metadata(staged, time.monotonic() - start))
     return staged

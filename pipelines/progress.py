@@ -1,7 +1,8 @@
 """What `plbench build` / `validate` print while a run goes and when it ends, instead of Dagster's log.
 
 - One line per stage: it starts (on a terminal the line is then rewritten in place, with a
-  progress bar of the databases done so far for a partitioned stage) and it ends, with the stage's figures from its
+  progress bar of the databases done so far for a partitioned stage, or of the units a stage reports done
+  itself: `stage_progress`, plbench.progress) and it ends, with the stage's figures from its
   metadata (count in, count out, rejections by reason) and the elapsed time.
 - On success, where the release is and what it holds; on failure, a last line naming the failing
   stage, the project's own message (not Dagster's wrapper, not the innermost library error) and a
@@ -13,12 +14,17 @@ these lines only; the UI's runs keep Dagster's own console logger.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 import sys
 import time
+from collections.abc import Iterator
 from typing import TextIO
 
 import dagster as dg
+
+from plbench.progress import reporting
 
 # (texts any of which, found in the error chain, call for the hint; the hint). First match wins.
 HINTS = (
@@ -93,6 +99,24 @@ def figures(metadata: dict) -> str:
 
 
 BAR_WIDTH = 24
+# A stage's own progress (plbench.progress), as an asset logs it: "progress 12/160 databases".
+PROGRESS = re.compile(r"progress (\d+)/(\d+) (\w+)")
+PROGRESS_EVERY_S = 1.0  # at most one progress message a second (and the last), to keep the run's log small
+
+
+@contextlib.contextmanager
+def stage_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
+    """Log the units the asset's stages report done, for the stage line's progress bar (`Progress`)."""
+    last = [float("-inf")]
+
+    def report(done: int, total: int, unit: str) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            context.log.debug(f"progress {done}/{total} {unit}")
+
+    with reporting(report):
+        yield
 
 
 def progress_bar(done: int, total: int, unit: str) -> str:
@@ -133,6 +157,12 @@ class Progress:
             message, _ = project_message(event.event_specific_data.error)
             self._end(step, "✗", f"failed: {message}"[:300])
 
+    def on_message(self, step: str, message: str) -> None:
+        """A stage's own progress, while no partitions count it."""
+        found = PROGRESS.fullmatch(message)
+        if found and step in self.started and step not in self.done_partitions:
+            self._pending(step, progress_bar(int(found[1]), int(found[2]), found[3]))
+
     def _summary(self, step: str) -> str:
         parts = [f"{self.done_partitions[step]} databases"] if step in self.done_partitions else []
         parts += [figures(self.metadata.get(step, {}))] + self.checks.get(step, [])
@@ -160,9 +190,12 @@ class _EventHandler(logging.Handler):
         self.progress = progress
 
     def emit(self, record: logging.LogRecord) -> None:
-        event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
         if event is not None and event.step_key:
             self.progress.on_event(event)
+        elif event is None and meta.get("step_key"):
+            self.progress.on_message(meta["step_key"], meta.get("orig_message") or "")
 
 
 @dg.logger(

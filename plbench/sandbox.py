@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from plbench import values
+from plbench.progress import counted
 
 _CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
 # Like -I (no site packages, no script dir on sys.path, no .pyc writes; -S also skips the
@@ -244,6 +245,7 @@ def run_reference(
 def run_many(
     jobs: list[tuple[str, str, list[tuple]]], limits: SandboxLimits = SandboxLimits(), workers: int = 2
 ) -> list[SandboxResult]:
-    """Run several (code, entry_point, cases) jobs in parallel child processes, results in input order."""
+    """Run several (code, entry_point, cases) jobs in parallel child processes, results in input order, each
+    reported done (plbench.progress)."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(lambda job: run_reference(*job, limits=limits), jobs))
+        return list(counted(pool.map(lambda job: run_reference(*job, limits=limits), jobs), len(jobs), "tasks"))

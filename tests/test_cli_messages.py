@@ -164,3 +164,44 @@ def test_without_a_spider_subset_the_database_stages_are_not_outdated_and_stored
     assert not outdated & {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases"}  # stored, code and inputs unchanged
     assert not outdated & {"normalized_databases_postgres", "normalized_databases_oracle"}  # no partition
     assert {"mbpp_signatures", "mbpp_tasks", "normalization_report", "release"} <= outdated  # never built
+
+
+def test_a_stage_reporting_its_own_units_shows_a_bar_of_them_on_a_terminal(monkeypatch):
+    """Through a real run: an asset's stage (each_database) reports its databases done, stage_progress logs
+    them, the progress logger's handler turns them into the stage line's bar; other steps' lines are not."""
+    import logging
+
+    import dagster as dg
+
+    from pipelines import progress as progress_module
+    from pipelines.progress import _EventHandler, stage_progress
+    from plbench.procedures.parallel import each_database
+
+    monkeypatch.setattr(progress_module, "PROGRESS_EVERY_S", 0.0)
+    stream = io.StringIO()
+    shown = Progress(stream, tty=True)
+
+    @dg.logger
+    def to_stream(_init_context) -> logging.Logger:
+        logger = logging.Logger("test.progress", level=logging.DEBUG)
+        logger.addHandler(_EventHandler(shown))
+        return logger
+
+    @dg.asset
+    def seeded(context: dg.AssetExecutionContext) -> list[int]:
+        with stage_progress(context):
+            return each_database(lambda n: n * n, [1, 2, 3], workers=2)
+
+    job = dg.define_asset_job("seeding", selection=[seeded])
+    defs = dg.Definitions(assets=[seeded], jobs=[job], loggers={"to_stream": to_stream})
+    result = defs.resolve_job_def("seeding").execute_in_process(run_config={"loggers": {"to_stream": {}}})
+    assert result.success and result.output_for_node("seeded") == [1, 4, 9]
+    text = stream.getvalue()
+    for done in (1, 2, 3):
+        assert f"\r\033[K  seeded [{'#' * (8 * done)}{'-' * (24 - 8 * done)}] {done}/3 databases" in text
+    assert re.search(r"\r\033\[K✓ seeded: [0-9.]+ s\n$", text)
+    piped = Progress(io.StringIO(), tty=False)
+    piped.on_event(SimpleNamespace(event_type_value="STEP_START", step_key="seeded"))
+    piped.on_message("seeded", "progress 1/3 databases")
+    piped.on_message("other", "progress 1/3 databases")
+    assert piped.stream.getvalue() == "  seeded started\n"
