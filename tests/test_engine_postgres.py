@@ -186,6 +186,19 @@ def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatc
     assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2, 2, 5, 5]
 
 
+def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fresh_engine, monkeypatch):
+    # A long session (ILE's, over a database's seeds) leaves its backend holding every procedure it compiled.
+    monkeypatch.setattr(postgres, "_SESSION_STATEMENTS_MAX", 3)
+    pids = []
+    for statements in (2, 3, 0, 1):
+        with fresh_engine.session() as session:
+            for _ in range(statements):
+                assert session.execute("SELECT 1").ok
+            assert session.statements == max(statements, 1)  # the first savepoint opens with the session
+            pids.append(session.backend_pid)
+    assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2]
+
+
 def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine, monkeypatch):
     sent = []
     execute = psycopg.Connection.execute

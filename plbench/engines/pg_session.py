@@ -89,6 +89,11 @@ class PostgresSession:
         return self._live().info.backend_pid
 
     @property
+    def statements(self) -> int:
+        """How many statements ran in this session (each under a savepoint of its own)."""
+        return self._statements
+
+    @property
     def lost(self) -> bool:
         return self._conn is None or self._conn.closed or self._conn.broken
 

@@ -53,6 +53,9 @@ _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra
 # session cost 1.2 ms of server CPU on a fresh backend and 9 ms after 2,400 sessions. A connection is closed
 # after this many checkouts; opening one costs about as much as 100 sessions on a fresh backend.
 _CHECKOUTS_MAX = 100
+# A session that ran this many statements (ILE's, over a database's seeds) leaves a backend as heavy as many
+# sessions do: its connection is closed rather than given back.
+_SESSION_STATEMENTS_MAX = 500
 _CONNECT_TIMEOUT_S = 10
 _RECOVERY_WAIT_S = 300  # a build's data dir replayed 270 MB of WAL in 10.1 s after an unclean stop
 CANDIDATE_ROLE = "plbench_candidate"
@@ -184,7 +187,7 @@ class PostgresEngine:
         try:
             yield sess
         finally:
-            reusable = sess.finish()
+            reusable = sess.finish() and sess.statements < _SESSION_STATEMENTS_MAX
             if sess.escaped or not reusable and sess.lost:
                 with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
                     self._sweep(sess.schema)
