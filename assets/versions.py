@@ -38,7 +38,8 @@ def _file_of(module: str) -> Path | None:
     return None
 
 
-def _imports(path: Path) -> set[str]:
+@functools.cache  # each asset module's closure walks the same library files: parse each once
+def _imports(path: Path) -> frozenset[str]:
     """The `plbench` modules a file names in its imports (`from plbench.x import y` may name module x.y)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -47,7 +48,7 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {n for n in names if n == LIBRARY or n.startswith(LIBRARY + ".")}
+    return frozenset(n for n in names if n == LIBRARY or n.startswith(LIBRARY + "."))
 
 
 @functools.cache

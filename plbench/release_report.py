@@ -12,14 +12,10 @@ that produced the stored values), so what it shows is what the release holds:
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections import Counter, defaultdict
-
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display, whatever the environment says
-import matplotlib.pyplot as plt  # noqa: E402
 
 # Pipeline order of the rejection stages; a stage not listed comes after these, by name.
 STAGE_ORDER = (
@@ -38,6 +34,19 @@ STAGE_ORDER = (
 )
 TOP_REASONS = 25
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@functools.cache
+def _pyplot():
+    """pyplot, imported when a plot is drawn: it takes seconds, and the Dagster definitions import this module."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display, whatever the environment says
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot
+
+
 # Plots of how this run went rather than of what it built: two builds of the same inputs differ only there.
 RUN_MEASURED = ("report/timings.png",)
 
@@ -98,12 +107,12 @@ def construct_counts(tasks: list[dict]) -> dict[str, Counter]:
 def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    plt.close(figure)
+    _pyplot().close(figure)
     return buffer.getvalue()
 
 
 def _empty(title: str) -> bytes:
-    figure, axes = plt.subplots(figsize=(6, 2))
+    figure, axes = _pyplot().subplots(figsize=(6, 2))
     axes.set_axis_off()
     axes.text(0.5, 0.5, f"{title}: nothing to show", ha="center", va="center")
     return _png(figure)
@@ -112,7 +121,7 @@ def _empty(title: str) -> bytes:
 def funnel_png(steps: dict) -> bytes:
     if not steps:
         return _empty("retention funnel")
-    figure, grid = plt.subplots(len(steps), 1, figsize=(9, 2.6 * len(steps)), squeeze=False)
+    figure, grid = _pyplot().subplots(len(steps), 1, figsize=(9, 2.6 * len(steps)), squeeze=False)
     for axes, (subset, by_dialect) in zip(grid[:, 0], steps.items()):
         for dialect, points in by_dialect.items():
             axes.plot([s for s, _ in points], [n for _, n in points], marker="o", label=dialect)
@@ -127,7 +136,7 @@ def funnel_png(steps: dict) -> bytes:
 def _barh(title: str, labels: list[str], series: dict[str, list[int]], xlabel: str) -> bytes:
     if not labels:
         return _empty(title)
-    figure, axes = plt.subplots(figsize=(9, 1 + 0.3 * len(labels)))
+    figure, axes = _pyplot().subplots(figsize=(9, 1 + 0.3 * len(labels)))
     left = [0] * len(labels)
     for name, values in series.items():
         axes.barh(labels, values, left=left, label=name)
