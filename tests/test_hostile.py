@@ -530,8 +530,9 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
     data = tmp_path / "pg"
     server = pgserver.get_server(str(data), cleanup_mode=None)
     dsn = server.get_uri()
+    count = 400  # enough that the replay is still running when the watcher sees its first session
     typed = [
-        typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), [])], entry="s", source_id=str(i)) for i in range(120)
+        typed_task(["xs"], [(([3, 1, 2],), [1, 2, 3]), (([],), [])], entry="s", source_id=str(i)) for i in range(count)
     ]
     tasks = build_tasks(StageOutput(typed))
     postgres = PostgresResource(dsn=dsn, data_dir=str(data), statement_timeout_s=5.0)
@@ -548,12 +549,14 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         return int((data / "postmaster.pid").read_text().split()[0])
 
     thread = threading.Thread(target=replay)
+    # The watcher connects before the replay starts: on a loaded machine connecting took longer than the replay.
+    watch = psycopg.connect(dsn, autocommit=True)
     try:
         thread.start()
-        with psycopg.connect(dsn, autocommit=True) as watch:  # wait until replay sessions are running
-            deadline = time.monotonic() + 30
-            while watch.execute(_RUNNING_SESSIONS, [CANDIDATE_ROLE]).fetchone()[0] == 0 and time.monotonic() < deadline:
-                time.sleep(0.05)
+        deadline = time.monotonic() + 30  # wait until replay sessions are running
+        while watch.execute(_RUNNING_SESSIONS, [CANDIDATE_ROLE]).fetchone()[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        watch.close()
         killed = postmaster()
         os.kill(killed, signal.SIGQUIT)  # immediate shutdown: every backend dies at once
         thread.join(60)
@@ -567,9 +570,10 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
         server.ensure_postgres_running()
         with postgres.open() as engine:
             report = replay_stage(tasks, engine, workers=2)
-        assert report.ran and len(report.results) == 120
+        assert report.ran and len(report.results) == count
         assert {r.status for r in report.results} == {"passed"}
     finally:
+        watch.close()
         thread.join(60)
         if (data / "postmaster.pid").exists():
             os.kill(postmaster(), signal.SIGINT)  # fast shutdown of our private server
