@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects.oracle_syntax import gate_release_parts
-from plbench.file_cells import cell_groups, read_cells
+from plbench.file_cells import cell_groups, cells_table
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows
@@ -123,7 +123,7 @@ def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
     path.parent.mkdir(exist_ok=True)
     with pq.ParquetWriter(path, schema, compression="zstd") as writer:
         for group in cell_groups(rows, CELL_BYTES_PER_ROW_GROUP):
-            writer.write_table(pa.Table.from_pylist(read_cells(group), schema=schema))
+            writer.write_table(cells_table(group, schema).combine_chunks())  # a cell a chunk writes other pages
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
