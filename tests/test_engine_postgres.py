@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 import time
@@ -189,6 +190,8 @@ def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatc
 def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fresh_engine, monkeypatch):
     # A long session (ILE's, over a database's seeds) leaves its backend holding every procedure it compiled.
     monkeypatch.setattr(postgres, "_SESSION_STATEMENTS_MAX", 3)
+    swept = []
+    monkeypatch.setattr(fresh_engine, "_sweep", swept.append)
     pids = []
     for statements in (2, 3, 0, 1):
         with fresh_engine.session() as session:
@@ -197,6 +200,18 @@ def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fr
             assert session.statements == max(statements, 1)  # the first savepoint opens with the session
             pids.append(session.backend_pid)
     assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2]
+    assert swept == []  # a clean long session is only closed: no schema or role of it needs sweeping
+
+
+def test_sessions_swept_at_once_do_not_fail_each_other(fresh_engine):
+    # Two committing candidates in two workers: both sweeps reset the candidate role (a row of pg_authid).
+    def sweeps() -> None:
+        for _ in range(30):
+            fresh_engine._sweep(postgres._next_schema_name())
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(sweeps) for _ in range(2)]:
+            done.result()
 
 
 def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine, monkeypatch):

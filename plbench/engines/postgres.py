@@ -187,11 +187,11 @@ class PostgresEngine:
         try:
             yield sess
         finally:
-            reusable = sess.finish() and sess.statements < _SESSION_STATEMENTS_MAX
-            if sess.escaped or not reusable and sess.lost:
+            clean = sess.finish()
+            if sess.escaped or not clean:
                 with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
                     self._sweep(sess.schema)
-            self._give_back(conn, reusable)
+            self._give_back(conn, clean and sess.statements < _SESSION_STATEMENTS_MAX)
 
     def loaded(self, schema: str | None) -> bool:
         """Whether a loaded database's schema is on this server (remembered once seen)."""
@@ -222,6 +222,8 @@ class PostgresEngine:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
             if self.candidate_role is not None:
                 role = sql.Identifier(self.candidate_role)
+                # Two sweeps altering the role at once fail with "tuple concurrently updated".
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")
                 conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(role))
                 conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, sql.Literal(self._candidate_password)))
                 per_database = conn.execute(
