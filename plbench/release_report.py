@@ -34,6 +34,8 @@ STAGE_ORDER = (
 )
 TOP_REASONS = 25
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Plots of how this run went rather than of what it built: two builds of the same inputs differ only there.
+RUN_MEASURED = ("report/timings.png",)
 
 
 @functools.cache
@@ -45,10 +47,6 @@ def _pyplot():
     import matplotlib.pyplot
 
     return matplotlib.pyplot
-
-
-# Plots of how this run went rather than of what it built: two builds of the same inputs differ only there.
-RUN_MEASURED = ("report/timings.png",)
 
 
 def stage_rank(stage: str) -> tuple[int, str]:

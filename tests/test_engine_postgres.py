@@ -189,7 +189,7 @@ def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatc
 
 def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fresh_engine, monkeypatch):
     # A long session (ILE's, over a database's seeds) leaves its backend holding every procedure it compiled.
-    monkeypatch.setattr(postgres, "_SESSION_STATEMENTS_MAX", 3)
+    monkeypatch.setattr(postgres, "_SESSION_SAVEPOINTS_MAX", 3)
     swept = []
     monkeypatch.setattr(fresh_engine, "_sweep", swept.append)
     pids = []
@@ -197,7 +197,7 @@ def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fr
         with fresh_engine.session() as session:
             for _ in range(statements):
                 assert session.execute("SELECT 1").ok
-            assert session.statements == max(statements, 1)  # the first savepoint opens with the session
+            assert session.savepoints == max(statements, 1)  # the first savepoint opens with the session
             pids.append(session.backend_pid)
     assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2]
     assert swept == []  # a clean long session is only closed: no schema or role of it needs sweeping

@@ -89,8 +89,8 @@ class PostgresSession:
         return self._live().info.backend_pid
 
     @property
-    def statements(self) -> int:
-        """How many statements ran in this session (each under a savepoint of its own)."""
+    def savepoints(self) -> int:
+        """Savepoints this session opened: one per statement it ran, and the spare opened ahead of the next."""
         return self._statements
 
     @property

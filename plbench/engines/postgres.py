@@ -54,11 +54,14 @@ _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra
 # after this many checkouts; opening one costs about as much as 100 sessions on a fresh backend.
 _CHECKOUTS_MAX = 100
 # A session that ran this many statements (ILE's, over a database's seeds) leaves a backend as heavy as many
-# sessions do: its connection is closed rather than given back.
-_SESSION_STATEMENTS_MAX = 500
+# sessions do: its connection is closed rather than given back (counted by the savepoints it opened).
+_SESSION_SAVEPOINTS_MAX = 500
 _CONNECT_TIMEOUT_S = 10
 _RECOVERY_WAIT_S = 300  # a build's data dir replayed 270 MB of WAL in 10.1 s after an unclean stop
 CANDIDATE_ROLE = "plbench_candidate"
+# Held while the role is set up, granted reads or reset: two transactions altering it at once fail with
+# "tuple concurrently updated", whether in two threads or two processes.
+_ROLE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))"
 # statement_timeout is the candidate's to change (`SET statement_timeout = 0`), so a watchdog cancels
 # any statement still running this long after its timeout, and ends its backend as long again later.
 _WATCHDOG_GRACE_S = 1.0
@@ -191,7 +194,7 @@ class PostgresEngine:
             if sess.escaped or not clean:
                 with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
                     self._sweep(sess.schema)
-            self._give_back(conn, clean and sess.statements < _SESSION_STATEMENTS_MAX)
+            self._give_back(conn, clean and sess.savepoints < _SESSION_SAVEPOINTS_MAX)
 
     def loaded(self, schema: str | None) -> bool:
         """Whether a loaded database's schema is on this server (remembered once seen)."""
@@ -222,8 +225,7 @@ class PostgresEngine:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
             if self.candidate_role is not None:
                 role = sql.Identifier(self.candidate_role)
-                # Two sweeps altering the role at once fail with "tuple concurrently updated".
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")
+                conn.execute(_ROLE_LOCK)
                 conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(role))
                 conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, sql.Literal(self._candidate_password)))
                 per_database = conn.execute(
@@ -324,7 +326,7 @@ class PostgresEngine:
             ).fetchone()
             if not (allowed and allowed[0]):
                 return self._without_candidate_role("the configured user may not create roles")
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")  # other processes
+            conn.execute(_ROLE_LOCK)
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [CANDIDATE_ROLE]).fetchone()
             attributes = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}")
             conn.execute(
@@ -373,7 +375,7 @@ class PostgresEngine:
                 for schema in todo:
                     grant = sql.SQL("GRANT USAGE ON SCHEMA {s} TO {r}; GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO {r}")
                     try:
-                        conn.execute("SELECT pg_advisory_xact_lock(hashtext('plbench_candidate_role'))")
+                        conn.execute(_ROLE_LOCK)
                         conn.execute(grant.format(s=sql.Identifier(schema), r=sql.Identifier(self.candidate_role)))
                         conn.commit()
                         self._granted.add(schema)

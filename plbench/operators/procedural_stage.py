@@ -30,8 +30,9 @@ from plbench.taskrow import TaskRow
 
 MULTITURN = "multiturn"
 MIN_TURNS, MAX_TURNS = 3, 5
-# A backend keeps the compiled PL/pgSQL of every procedure it ran: after a database's 130 seeds its rollbacks
-# walked 36,000 memory contexts. Fresh sessions every few seeds keep it small (ILE 223 -> 114 s on a sample).
+# A backend keeps the compiled PL/pgSQL of every procedure it ran, and each rollback walks it: in a mirror build
+# the two serving ILE held 36,491 memory contexts. Fresh sessions every few seeds keep it small
+# (bench/procedural_ile_sample.py --every 32: ILE 243 -> 85 s, the same output).
 SEEDS_PER_SESSION = 8
 
 
