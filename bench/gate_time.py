@@ -4,9 +4,9 @@ stored (`plbench build` once first), against the baseline of every candidate gra
     PYTHONPATH=. python bench/gate_time.py [--storage DIR] [--subsets a,b] [--workers N] [--skip-baseline]
 
 The subsets' release parts are made as bench/release_time.py makes them; then the gate runs twice on
-them, on this checkout's PostgreSQL: first as the baseline (a candidate's verdict from all of `grade`'s
-rows, every procedure call run and a failure's detail made, B2's passes timed: the gate before
-`plbench.evaluate.passes`), then as the gate runs now. Each run prints its wall time and the CPU of
+them, on this checkout's PostgreSQL: first as the baseline (every candidate graded alone, in a session
+and a copy of its database of its own: `plbench.evaluate.passes`, the gate before
+`plbench.evaluate.passes_each`), then as the gate runs now. Each run prints its wall time and the CPU of
 this process's tree with the PostgreSQL server, per subset the candidates graded; then the two
 outputs (every part's rows, rejections and manifest) are compared, and a difference fails the run.
 """
@@ -23,32 +23,32 @@ from bench.rebuild_time import MemorySampler
 from bench.release_time import load
 from pipelines.resources import open_engines
 from plbench.config import BuildConfig
-from plbench.evaluate import grade
+from plbench.evaluate import passes
 from plbench.grading import trivial
 from plbench.subsets import SUBSETS
 
 
-def full_grade_passes(engine, task: dict, code: str, schema: str | None = None) -> bool:
-    """The baseline verdict: every case row of the full grading says PASS."""
-    return all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema))
+def each_alone(engine, graded: list[tuple[dict, list[str]]], schema: str | None = None) -> list[list[bool]]:
+    """The baseline verdicts: each candidate graded as any candidate is."""
+    return [[passes(engine, task, code, schema) for code in codes] for task, codes in graded]
 
 
-def timed_gate(label: str, parts: list, config: BuildConfig, sampler: MemorySampler, passes) -> list:
-    """The gate with `passes` for a verdict, on an engine of its own (fresh pooled backends), as
+def timed_gate(label: str, parts: list, config: BuildConfig, sampler: MemorySampler, passes_each) -> list:
+    """The gate with `passes_each` for the verdicts, on an engine of its own (fresh pooled backends), as
     `release_tables` opens one."""
     graded: Counter = Counter()
 
-    def counted(engine, task, code, schema=None) -> bool:
-        graded[task["subset"]] += 1
-        return passes(engine, task, code, schema)
+    def counted(engine, tasks_codes, schema=None) -> list[list[bool]]:
+        graded.update(task["subset"] for task, codes in tasks_codes for _ in codes)
+        return passes_each(engine, tasks_codes, schema)
 
-    original, trivial.passes = trivial.passes, counted
+    original, trivial.passes_each = trivial.passes_each, counted
     began, wall = time.time(), time.perf_counter()
     try:
         with open_engines(config, ["postgres"]) as engines:
             out = trivial.gate_parts(parts, engines["postgres"], config.workers)
     finally:
-        trivial.passes = original
+        trivial.passes_each = original
     seconds = time.perf_counter() - wall
     time.sleep(0.5)  # a last CPU sample inside the run
     cpu = sampler.cpu_between(began, time.time())
@@ -80,8 +80,8 @@ def main() -> None:
         config = dataclasses.replace(config, workers=args.workers)
     sampler = MemorySampler(config.pg_data_dir)
     sampler.start()
-    baseline = None if args.skip_baseline else timed_gate("baseline", parts, config, sampler, full_grade_passes)
-    now = timed_gate("gate", parts, config, sampler, trivial.passes)
+    baseline = None if args.skip_baseline else timed_gate("baseline", parts, config, sampler, each_alone)
+    now = timed_gate("gate", parts, config, sampler, trivial.passes_each)
     sampler.stopped.set()
     if baseline is not None:
         same = outputs(baseline) == outputs(now)

@@ -31,6 +31,7 @@ from plbench.grading.blocks import grade_block
 from plbench.grading.functions import grade_function
 from plbench.grading.procedures import grade_procedure
 from plbench.grading.results import NOT_GRADED
+from plbench.procedures.rows import database_schema, grade_tasks_each
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,22 @@ def passes(engine: Engine, task: dict, code: str, schema: str | None = None) -> 
     """Whether a candidate passes every case, as `grade` says, for a gate that needs nothing more: a
     procedure's calls stop at the first that fails, without the detail of what differs."""
     return all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema, verdict_only=True))
+
+
+def passes_each(engine: Engine, graded: list[tuple[dict, list[str]]], schema: str | None = None) -> list[list[bool]]:
+    """`passes` of candidates the build made (the trivial-candidate gate): per (task, codes), of each code.
+    Procedure tasks of one database share one copy of it (plbench.procedures.rows.grade_tasks_each);
+    should a candidate end that session, each is graded alone, as `passes` grades any candidate."""
+    tasks = [task for task, _ in graded]
+    if tasks and all(task_kind(t) == "procedure" for t in tasks) and not engine.copies_databases:
+        schema = schema or database_schema(tasks[0])
+        try:
+            if engine.loaded(schema):
+                return grade_tasks_each(engine, graded, schema)
+        except EngineUnavailable:
+            if not engine.reachable():
+                raise
+    return [[passes(engine, task, code, schema) for code in codes] for task, codes in graded]
 
 
 def _not_graded(cand: Candidate, why: str, subset: str | None = None) -> list[dict]:

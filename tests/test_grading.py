@@ -463,3 +463,20 @@ def test_a_task_no_grader_here_knows_gets_rows_that_say_so(fast, tmp_path):
 def test_official_result_csvs_read_with_any_line_ending():
     # Spider 2.0's result files end lines with \r\n, and some hold a bare \r; quoted newlines stay in the field.
     assert csv_lines('a,b\r\n1,x\r2,y\n"q\r\nr",3\n') == ("1,x", "2,y", "q\r\nr,3")
+
+
+def test_the_gate_groups_procedure_tasks_by_database_and_distinct_grading_inputs(monkeypatch):
+    from plbench.grading import trivial
+
+    monkeypatch.setattr(trivial, "GRADING_INPUTS_PER_COPY", 2)
+
+    def task(n: int, database: str, seed: int, kind: str = "procedure") -> dict:
+        suite = {"call_suite": f"suite {seed}"} if kind == "procedure" else {"signature": "[]"}
+        inputs = {c: f"{c} {seed}" for c in ("setup_sql", "test_cases")}
+        return {"task_id": f"t{n}", "dialect": "postgres", "database": database, **inputs, **suite}
+
+    # seeds 1-3 on db a (seed 1 in two scenarios), seed 4 on db b, one function task
+    tasks = [task(1, "a", 1), task(2, "a", 2), task(3, "b", 4), task(4, "a", 1), task(5, "a", 3)]
+    tasks.append(task(6, None, 9, kind="function"))
+    ids = [[t["task_id"] for t in batch] for batch in trivial.batches(tasks)]
+    assert ids == [["t6"], ["t1", "t4", "t2"], ["t5"], ["t3"]]

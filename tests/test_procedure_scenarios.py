@@ -393,6 +393,40 @@ def test_a_verdict_alone_stops_at_the_first_failing_call_and_needs_no_reference_
     assert passes(pg_engine, row, row["reference_code"]) and not passes(pg_engine, row, row["scaffold"])
 
 
+def _with_first_statements(code: str, statements: str) -> str:
+    """A procedure that runs `statements` before its own body."""
+    return code.replace("BEGIN", f"BEGIN\n  {statements}", 1)
+
+
+def test_the_builds_candidates_of_a_task_share_one_copy_and_each_runs_on_the_plain_copy(pg_engine, built, monkeypatch):
+    from plbench.evaluate import passes, passes_each
+    from plbench.procedures.rows import task_row
+    from plbench.taskrow import as_record
+
+    row = as_record(task_row(_task(built, "a1", REPORT), "PostgreSQL 16"))
+    wiping = _with_first_statements(row["reference_code"], "DELETE FROM orders; DELETE FROM customer;")
+    codes = [wiping, row["reference_code"], row["scaffold"], row["reference_code"]]
+    alone = [passes(pg_engine, row, code) for code in codes]
+    sessions, session = [], pg_engine.session
+    monkeypatch.setattr(pg_engine, "session", lambda reads=(): sessions.append(reads) or session(reads))
+    assert passes_each(pg_engine, [(row, codes)]) == [alone] and alone == [False, True, False, True]
+    assert len(sessions) == 1  # one copy for the four, introspected in it; alone: two sessions each
+
+
+def test_candidates_sharing_a_copy_are_graded_alone_once_one_ends_the_session(pg_engine, built, monkeypatch):
+    from plbench.evaluate import passes_each
+    from plbench.procedures.rows import task_row
+    from plbench.taskrow import as_record
+
+    row = as_record(task_row(_task(built, "a1", REPORT), "PostgreSQL 16"))
+    ending = _with_first_statements(row["reference_code"], "PERFORM pg_catalog.pg_terminate_backend(pg_backend_pid());")
+    sessions, session = [], pg_engine.session
+    monkeypatch.setattr(pg_engine, "session", lambda reads=(): sessions.append(reads) or session(reads))
+    graded = [(row, [row["reference_code"], ending]), (row, [row["reference_code"]])]
+    assert passes_each(pg_engine, graded) == [[True, False], [True]]
+    assert len(sessions) == 1 + 3 * 2  # the shared one, then each of the three alone
+
+
 # ---- B3 line edits ------------------------------------------------------------------------------------
 
 
@@ -516,12 +550,13 @@ def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grad
     turns = {r.key: dataclasses.replace(r, subset="multiturn", task_id=f"multiturn/{r.task_id}") for r in one.rows}
     made = {turns[key].key: code for key, code in one.trivial_candidates.items() if key in turns}
     twin = dataclasses.replace(one, subset="multiturn", rows=list(turns.values()), trivial_candidates=made)
-    graded, passes = [], trivial.passes
-    monkeypatch.setattr(
-        trivial,
-        "passes",
-        lambda engine, task, code, schema: graded.append(task["subset"]) or passes(engine, task, code, schema),
-    )
+    graded, passes_each = [], trivial.passes_each
+
+    def counted(engine, tasks_codes, schema):
+        graded.extend(task["subset"] for task, codes in tasks_codes for _ in codes)
+        return passes_each(engine, tasks_codes, schema)
+
+    monkeypatch.setattr(trivial, "passes_each", counted)
     gated = trivial.gate_parts([one, twin], pg_engine)
     [postgres] = [r.key for r in one.rows if r.dialect == "postgres"]
     codes = {code for _, code in one.trivial_candidates[postgres]}  # noop and state_change_removed may be one code

@@ -12,8 +12,9 @@ its own through `plbench.subsets.base.Subset.trivial_candidates`, by default the
   `first_call_only`, `state_change_removed`: plbench.procedures.strength) and hands them over in its
   release part (SubsetRelease.trivial_candidates).
 
-`run_trivial` grades each through the one grading path (plbench.evaluate.passes: `grade`, stopping at
-a procedure's first failing call, since a verdict is all the gate records) and says what each passed.
+`run_trivial` grades each through the one grading path (plbench.evaluate.passes_each: `grade`, stopping
+at a procedure's first failing call, since a verdict is all the gate records; a procedure task's
+candidates one after another in one copy of its database) and says what each passed.
 The release gate (`gate_parts`, run by the `release_tables` asset) turns a block task some trivial
 candidate passes (today: the Spider tasks whose gold result is empty, which the empty block
 passes), and a procedure task one passes, into a rejection `trivial_candidate_passes`; function
@@ -32,7 +33,7 @@ from plbench.config import NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import Unit
 from plbench.engines.base import Engine
-from plbench.evaluate import passes, task_kind
+from plbench.evaluate import passes_each, task_kind
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.functions import typed_task
 from plbench.mbpp.artifacts import TaskEmitter, repr_sql
@@ -94,6 +95,25 @@ def grading_inputs(task: dict) -> tuple:
     return (task["task_id"], task["dialect"])
 
 
+# Procedure tasks of one database graded in one copy of it (plbench.evaluate.passes_each), so many at a time:
+# their distinct grading inputs. A backend's rollbacks slow down with every procedure it compiled, so not more.
+GRADING_INPUTS_PER_COPY = 16
+
+
+def batches(tasks: list[dict]) -> list[list[dict]]:
+    """The tasks in the groups graded together: procedure tasks of one database, GRADING_INPUTS_PER_COPY
+    distinct grading inputs at a time (with every task having them); any other task alone."""
+    alone, by_database = [], defaultdict(lambda: defaultdict(list))
+    for task in tasks:
+        if task_kind(task) == "procedure":
+            by_database[task["database"]][grading_inputs(task)].append(task)
+        else:
+            alone.append([task])
+    n = GRADING_INPUTS_PER_COPY
+    groups = [list(same.values()) for same in by_database.values()]
+    return alone + [[t for ts in inputs[i : i + n] for t in ts] for inputs in groups for i in range(0, len(inputs), n)]
+
+
 def run_trivial(
     tasks: list[dict],
     engine: Engine,
@@ -103,24 +123,29 @@ def run_trivial(
     known: dict[tuple, bool] | None = None,
 ) -> dict[tuple, dict[str, bool]]:
     """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
-    engine's dialect, `workers` at a time; `schemas` maps (database, dialect) to its loaded schema.
-    A candidate is graded once per distinct `grading_inputs` of the tasks it is given, and not at all
-    where `known` ((what the verdict depends on, code) -> passed, filled as it goes) holds its verdict."""
+    engine's dialect, `workers` groups (`batches`) at a time; `schemas` maps (database, dialect) to its
+    loaded schema. A candidate is graded once per distinct `grading_inputs` of the tasks it is given, and
+    not at all where `known` ((what the verdict depends on, code) -> passed, filled as it goes) holds its
+    verdict."""
     known = {} if known is None else known
 
-    def verdicts(task: dict) -> dict[str, bool]:
-        schema = schemas.get((task.get("database"), task["dialect"]))
-        out = {}
-        for name, code in candidates_of(task):
-            key = (grading_inputs(task), code)
-            if key not in known:
-                known[key] = passes(engine, task, code, schema)
-            out[name] = known[key]
-        return out
+    def verdicts(batch: list[dict]) -> list[dict[str, bool]]:
+        made = [(grading_inputs(task), candidates_of(task)) for task in batch]
+        todo: dict[tuple, tuple[dict, list[str]]] = {}  # grading inputs -> (a task with them, codes to grade)
+        for task, (inputs, candidates) in zip(batch, made):
+            codes = todo.setdefault(inputs, (task, []))[1]
+            codes += [c for c in dict.fromkeys(c for _, c in candidates) if (inputs, c) not in known and c not in codes]
+        graded = [(task, codes) for task, codes in todo.values() if codes]
+        schema = schemas.get((batch[0].get("database"), batch[0]["dialect"]))
+        for (task, codes), passed in zip(graded, passes_each(engine, graded, schema)):
+            known.update({(grading_inputs(task), code): ok for code, ok in zip(codes, passed)})
+        return [{name: known[(inputs, code)] for name, code in candidates} for inputs, candidates in made]
 
     mine = [t for t in tasks if t["dialect"] == engine.dialect]
+    groups = batches(mine)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return {(t["task_id"], t["dialect"]): v for t, v in zip(mine, pool.map(verdicts, mine))}
+        found = {id(t): v for batch, out in zip(groups, pool.map(verdicts, groups)) for t, v in zip(batch, out)}
+    return {(t["task_id"], t["dialect"]): found[id(t)] for t in mine}
 
 
 def summary(tasks: list[dict], results: dict[tuple, dict]) -> dict:

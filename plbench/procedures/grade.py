@@ -83,9 +83,14 @@ def first_mismatch(index: int, expected: tuple, got: CallResult) -> tuple[str, s
     return "", None
 
 
-def grade(engine, task: ProcedureTask, candidate: str, verdict_only: bool = False) -> Grade:
+def grade(
+    engine, task: ProcedureTask, candidate: str, verdict_only: bool = False, workspace: Workspace | None = None
+) -> Grade:
     """Install `candidate` in a fresh workspace and run the task's calls (see the module docstring);
-    `verdict_only`: see `grade_in`."""
+    `verdict_only`: see `grade_in`. With a `workspace`, in that one, shared with the candidates graded
+    before (the build's own: plbench.procedures.rows.grade_task_each)."""
+    if workspace is not None:
+        return grade_in(workspace, task, candidate, verdict_only=verdict_only)
     reads = (task.db.schema_name,)
     with engine.session(reads=reads) as session, contextlib.ExitStack() as later:
 

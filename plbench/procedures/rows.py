@@ -18,7 +18,7 @@ from plbench.procedures.oracle_workspace import OracleCopy
 from plbench.procedures.scenarios import grade_submission
 from plbench.procedures.seeds import SUBSET
 from plbench.procedures.tasks import ScenarioTask
-from plbench.procedures.workspace import DatabaseCopy
+from plbench.procedures.workspace import DatabaseCopy, Workspace
 from plbench.taskrow import TaskRow, as_record
 
 COMPARISON = {
@@ -100,6 +100,20 @@ def grade_task(engine, task: dict, candidate: str, schema: str | None = None, ve
     return _graded_on(engine, task, db, candidate, verdict_only)
 
 
+def grade_tasks_each(engine, graded: list[tuple[dict, list[str]]], schema: str | None = None) -> list[list[bool]]:
+    """Per (task, candidates) of tasks of one database, whether each candidate passes every call
+    (`grade_task`'s verdict), all graded one after another in one copy of the database, every run rolled
+    back before the next: for the candidates the build made (the trivial-candidate gate), as a candidate's
+    session-level leftovers would reach the next one's run."""
+    schemas = {schema or database_schema(task) for task, _ in graded}
+    if len(schemas) != 1:
+        raise ValueError(f"one copy grades the tasks of one database, not of {len(schemas)}")
+    (schema,) = schemas
+    with engine.session(reads=(schema,)) as session:
+        workspace = Workspace(session, DatabaseCopy.introspect(session, schema))
+        return [[_graded_on(engine, t, workspace.db, c, True, workspace).passed for c in codes] for t, codes in graded]
+
+
 def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None = None) -> Grade:
     """Grade a candidate against a released procedures row on an engine whose sessions copy the database
     themselves (Oracle): the copy is made from the database's normalized files under `normalized_dir`
@@ -108,9 +122,17 @@ def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None
     return _graded_on(engine, task, OracleCopy.read(folder, task["database"]), candidate)
 
 
-def _graded_on(engine, task: dict, db: DatabaseCopy | OracleCopy, candidate: str, verdict_only: bool = False) -> Grade:
+def _graded_on(
+    engine,
+    task: dict,
+    db: DatabaseCopy | OracleCopy,
+    candidate: str,
+    verdict_only: bool = False,
+    workspace: Workspace | None = None,
+) -> Grade:
     materials, suite = json.loads(task.get("materials") or "{}"), json.loads(task["call_suite"])
-    return grade_submission(engine, grading_task(task, db), task["scenario"], materials, suite, candidate, verdict_only)
+    graded = grading_task(task, db)
+    return grade_submission(engine, graded, task["scenario"], materials, suite, candidate, verdict_only, workspace)
 
 
 def grade_row(engine, row: TaskRow, candidate: str) -> Grade:

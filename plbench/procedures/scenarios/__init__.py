@@ -10,6 +10,7 @@ from plbench.procedures.grade import Grade, ProcedureTask, grade
 from plbench.procedures.oracle_grade import grade_oracle
 from plbench.procedures.oracle_workspace import OracleCopy
 from plbench.procedures.scenarios import a1, a2, a3, a4, a5, b1, b2, b3, b4, c1, c2
+from plbench.procedures.workspace import Workspace
 
 ADAPTERS = {module.SCENARIO: module for module in (a1, b1, b2, b3, b4, c1, c2, a3, a4, a5, a2)}
 
@@ -22,9 +23,11 @@ def grade_submission(
     suite: dict,
     submission: str,
     verdict_only: bool = False,
+    workspace: Workspace | None = None,
 ) -> Grade:
     """Grade a submission to a task of `scenario` (materials and call suite as the release row holds them).
-    `verdict_only`: only `passed` is wanted (plbench.procedures.grade.grade_in), so B2 does not time a pass."""
+    `verdict_only`: only `passed` is wanted (plbench.procedures.grade.grade_in), so B2 does not time a pass;
+    `workspace`: a PostgreSQL workspace to grade in (plbench.procedures.grade.grade)."""
     if scenario == b3.SCENARIO:
         try:
             submission = b3.submitted(task.task_id, materials, submission)
@@ -32,7 +35,7 @@ def grade_submission(
             return Grade(False, ["fail"] * len(task.calls), str(exc), INVALID_ARTIFACT)
     if isinstance(task.db, OracleCopy):  # B2's timing reads PostgreSQL's statistics views: calls only here
         return grade_oracle(engine, task, submission)
-    graded = grade(engine, task, submission, verdict_only)
+    graded = grade(engine, task, submission, verdict_only, workspace)
     if "performance" in suite and graded.passed and not verdict_only:
         baseline = materials["current_procedure.sql"]
         return b2.timed_grade(engine, task, suite["performance"], baseline, submission, graded)
