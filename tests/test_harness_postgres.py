@@ -13,14 +13,14 @@ from plbench.validation.replay import validate_task
 from tests.helpers import typed_task
 
 
-def run_block(engine, task, body: str):
+def run_block(engine, task, body: str, first_failure_ends: bool = False):
     """Verdicts of the test block against a function whose body is `body` (PL/pgSQL statements)."""
     em = TaskEmitter(task, "postgres")
     function = em.scaffold().replace("  -- Write the function body here.", body)
     with engine.session() as session:
         setup = [session.execute(s) for s in em.setup_statements() + [function]]
         assert all(r.ok for r in setup), [r.error for r in setup if not r.ok]
-        *prelude, block = em.test_block_statements()
+        *prelude, block = em.test_block_statements(first_failure_ends)
         assert all(session.execute(s).ok for s in prelude)
         result = session.execute(block)
     assert result.ok, result.error
@@ -54,6 +54,20 @@ def test_a_raising_function_reports_error_per_case_and_the_block_goes_on(pg_engi
     )
     assert verdict.verdicts[2] == "PASS"
     assert verdict.verdicts[1].startswith("ERROR P0001: boom") and verdict.complete
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("  RETURN ARRAY(SELECT x FROM unnest(xs) AS x ORDER BY x);", ["PASS", "PASS", "PASS"]),
+        ("  RETURN NULL;", ["FAIL"]),
+        ("  IF xs[1] = 3 THEN RETURN ARRAY[1, 2, 3]; END IF;\n  RAISE EXCEPTION 'boom';", ["PASS", "ERROR"]),
+    ],
+)
+def test_the_mutants_block_ends_at_the_first_case_not_passing(pg_engine, body, expected):
+    verdict = run_block(pg_engine, SORT_TASK, body, first_failure_ends=True)
+    assert [verdict.verdicts[n].split(" ")[0] for n in sorted(verdict.verdicts)] == expected
+    assert verdict.all_passed == verdict.complete == (len(expected) == 3)  # no summary once it ended
 
 
 def test_float_results_are_compared_within_tolerance(pg_engine):

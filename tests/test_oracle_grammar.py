@@ -54,6 +54,7 @@ def _artifacts(name: str, task) -> dict[str, str]:
     em = TaskEmitter(task, "oracle")
     texts = {f"{name}/scaffold": em.scaffold(), f"{name}/test_block": em.script(em.test_block_statements())}
     texts[f"{name}/replay"] = em.replay_function([c.expected for c in task.cases])
+    texts[f"{name}/mutants_block"] = em.script(em.test_block_statements(first_failure_ends=True))
     texts.update({f"{name}/type/{n}": ddl for n, ddl in enumerate(em.setup_statements())})
     return texts
 

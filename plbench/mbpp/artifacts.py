@@ -127,10 +127,13 @@ class TaskEmitter:
     def call(self, case: TestCase) -> str:
         return f"{self.function_name}({', '.join(self.arguments(case))})"
 
-    def test_block_statements(self) -> list[str]:
-        """Helper statements (PostgreSQL pg_temp functions) followed by the one anonymous block."""
+    def test_block_statements(self, first_failure_ends: bool = False) -> list[str]:
+        """Helper statements (PostgreSQL pg_temp functions) followed by the one anonymous block. With
+        `first_failure_ends`, the block returns at the first case not passing, before its summary (a
+        mutant's replay: only whether every case passes counts, parse_verdicts(...).all_passed)."""
         d, ret = self.dialect, self.task.signature.returns
         emit = d.emit_line
+        fail_end, error_end = ("\n      RETURN;", "\n    RETURN;") if first_failure_ends else ("", "")
         cases = []
         for n, case in enumerate(self.task.cases, start=1):
             expected = self.literal(case.expected, ret)
@@ -138,9 +141,9 @@ class TaskEmitter:
                 f"  BEGIN\n    v_expected := {expected};\n    v_actual := {self.call(case)};\n"
                 f"    IF {d.eq(ret, 'v_actual', 'v_expected', self.env)} THEN\n"
                 f"      {emit(repr_sql(f'PLBENCH_CASE {n} PASS'))}\n      v_passed := v_passed + 1;\n"
-                f"    ELSE\n      {emit(repr_sql(f'PLBENCH_CASE {n} FAIL'))}\n    END IF;\n"
-                f"  EXCEPTION WHEN OTHERS THEN\n"
-                f"    {emit(d.concat(repr_sql(f'PLBENCH_CASE {n} ERROR '), d.error_text()))}\n  END;"
+                f"    ELSE\n      {emit(repr_sql(f'PLBENCH_CASE {n} FAIL'))}{fail_end}\n"
+                f"    END IF;\n  EXCEPTION WHEN OTHERS THEN\n"
+                f"    {emit(d.concat(repr_sql(f'PLBENCH_CASE {n} ERROR '), d.error_text()))}{error_end}\n  END;"
             )
         total = len(self.task.cases)
         summary = emit(d.concat(repr_sql("PLBENCH_SUMMARY "), "v_passed", repr_sql(f" OF {total}")))

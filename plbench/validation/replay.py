@@ -3,9 +3,10 @@ and fail every mutant of it.
 
 Per task and dialect, in one isolated engine session: run the setup DDL, create
 the replay function (case arguments → expected outputs), run the test block; then
-for each mutant replace the function and run the block again. The task passes when
-every case of the replay run prints PASS and every mutant run has at least one
-case that does not.
+for each mutant replace the function and run the block again, as a variant that
+returns at the first case not passing (the cases after it cannot save the mutant).
+The task passes when every case of the replay run prints PASS and every mutant run
+has at least one case that does not.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def validate_task(engine: Engine, task: TypedTask) -> ReplayResult:
         replay_fn = emitter.replay_function([c.expected for c in task.cases])
         mutant_fns = [(m.name, emitter.replay_function(m.outputs)) for m in mutants(task)]
         harness = emitter.test_block_statements()
+        mutant_block = emitter.test_block_statements(first_failure_ends=True)[-1]
     except UnrepresentableValue as exc:
         return ReplayResult(task.task_id, engine.dialect, "failed", f"{exc.reason_code}: {exc.detail}")
     *prelude, block = harness
@@ -61,7 +63,7 @@ def validate_task(engine: Engine, task: TypedTask) -> ReplayResult:
         survivors = []
         for name, fn in mutant_fns:
             created = session.execute(fn)
-            result = session.execute(block)
+            result = session.execute(mutant_block)  # killed at its first case not passing
             if created.ok and result.ok and parse_verdicts(result.lines, total).all_passed:
                 survivors.append(name)
     status = "harness_too_weak" if survivors else "passed"
