@@ -122,14 +122,13 @@ def _run(
     import dagster as dg
 
     from pipelines.definitions import build_definitions
+    from pipelines.executors import run_in_process, run_on_workers
 
     run_config = {"loggers": {"progress": {"config": {"partitions": partitions, "quiet": quiet}}}}
     keys = [dg.AssetKey(k) for k in selection]
     options = dict(instance=instance, asset_selection=keys, raise_on_error=False, tags=tags, run_config=run_config)
     if config.executor == "in_process":
-        return build_definitions(config).resolve_job_def(job).execute_in_process(**options)
-    from pipelines.executors import run_on_workers
-
+        return run_in_process(build_definitions(config).resolve_job_def(job), options)
     return run_on_workers(config, job, options)
 
 

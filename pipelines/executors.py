@@ -58,3 +58,28 @@ def run_on_workers(config: BuildConfig, job: str, options: dict):
     )
     with dg.execute_job(repository.get_reconstructable_job(job), **options) as result:
         return result
+
+
+def run_in_process(job_def: dg.JobDefinition, options: dict):
+    """`job_def.execute_in_process(**options)`, without holding every step's output until the run ends.
+
+    Dagster's in-process API keeps each output value in a dict (for `output_for_node`): a whole build
+    held every stage's value at once, 1.5 GB as pickles on the mirror, on top of the step running.
+    The build reads its values back through the IO manager, so this runs the same path with the
+    capture off (`core_execute_in_process`, which `execute_in_process` calls; dagster is pinned)."""
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
+
+    selection = options["asset_selection"]
+    ephemeral = job_def.as_ephemeral_job(resource_defs={}, input_values={}, asset_selection=selection)
+    run_config, instance = options["run_config"], options["instance"]
+    tags = merge_run_tags(job_def, None, options["tags"], selection, instance, run_config)
+    return core_execute_in_process(
+        job=InMemoryJob(job_def=ephemeral),
+        run_config=run_config,
+        instance=instance,
+        output_capturing_enabled=False,
+        raise_on_error=options["raise_on_error"],
+        run_tags=tags,
+        asset_selection=frozenset(selection),
+    )

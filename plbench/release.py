@@ -30,7 +30,7 @@ from plbench.dialects.oracle_syntax import gate_release_parts
 from plbench.file_cells import cell_groups, cells_table
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
-from plbench.release_diff import diff_rows
+from plbench.release_diff import diff_rows, digested, read_digested
 from plbench.release_loading import subset_tables
 from plbench.release_report import report_plots
 from plbench.subsets import SUBSETS
@@ -108,7 +108,8 @@ def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
     )
     if not previous:
         return None
-    diff = diff_rows(pq.read_table(previous[-1]).to_pylist(), task_records(rows), CONTENT_FIELDS)
+    new = digested((as_record(r) for r in rows), CONTENT_FIELDS)
+    diff = diff_rows(read_digested(previous[-1], CONTENT_FIELDS), new, CONTENT_FIELDS)
     return {
         "against": previous[-1].parent.name,
         "added": len(diff.added),

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.cli import main
-from plbench.release_diff import diff_rows
+from plbench.release_diff import diff_rows, digested, read_digested
 
 
 def _row(task_id, dialect="postgres", **fields):
@@ -26,6 +26,22 @@ def test_rows_are_matched_on_task_and_dialect_and_build_identity_is_ignored():
 def test_a_field_list_restricts_what_counts_as_changed():
     diff = diff_rows([_row("a/1", notes=["x"])], [_row("a/1", notes=["y"], prompt="q")], fields=("notes",))
     assert diff.changed == {("a/1", "postgres"): ["notes"]}
+
+
+def test_digested_rows_count_the_changes_the_texts_do_read_a_batch_at_a_time(tmp_path):
+    old = [_row(f"a/{i}", notes=f"n{i}", test_cases=None) for i in range(5)]
+    new = [_row("a/0", notes="n0"), _row("a/1", notes="changed"), _row("a/2", prompt="q", notes="n2"), _row("a/9")]
+    new = [dict(r, test_cases="[]") if r["task_id"] == "a/0" else dict(r, test_cases=None) for r in new]
+    fields = ("prompt", "notes", "test_cases", "setup_sql")  # setup_sql: a column the old file lacks
+    path = _release(tmp_path / "old", old) / "tasks.parquet"
+    digests = read_digested(path, fields, batch_rows=2)
+    assert [r["task_id"] for r in digests] == ["a/0", "a/1", "a/2", "a/3", "a/4"]
+    assert {len(r["prompt"]) for r in digests} == {16} and {r["setup_sql"] for r in digests} == {None}
+    by_digest, by_text = diff_rows(digests, digested(new, fields), fields), diff_rows(old, new, fields)
+    assert by_digest == by_text
+    assert by_digest.changed == {("a/0", "postgres"): ["test_cases"], ("a/1", "postgres"): ["notes"],
+                                 ("a/2", "postgres"): ["prompt"]}  # fmt: skip
+    assert by_digest.added == [("a/9", "postgres")] and len(by_digest.removed) == 2
 
 
 def _release(folder, rows):
