@@ -71,11 +71,8 @@ def digested(rows: Iterable[dict], fields: tuple[str, ...]) -> list[dict]:
     return [{"task_id": r["task_id"], "dialect": r["dialect"], **{f: _digest(r.get(f)) for f in fields}} for r in rows]
 
 
-def _digest(value) -> bytes | None:
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+def _digest(text: str | None) -> bytes | None:  # the content columns are text (JSON columns hold JSON text)
+    return None if text is None else hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def read_digested(path: Path, fields: tuple[str, ...], batch_rows: int = 2048) -> list[dict]:
