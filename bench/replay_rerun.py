@@ -68,33 +68,25 @@ def main() -> None:
 
     import os
 
-    from bench.revisions import ROOT, export_revision, run_child, scratch, server_uri
+    from bench.revisions import OUT, ROOT, revision_runs, run_child, scratch, server_uri
     from plbench.config import BuildConfig
 
     config = BuildConfig.from_env()
     storage = (args.storage or config.storage_dir).resolve()
     os.environ["PLBENCH_PG_DSN"] = config.pg_dsn or server_uri(config.pg_data_dir)
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    with scratch() as tmp:
-        roots = {args.baseline: export_revision(args.baseline, Path(tmp)), "this checkout": ROOT}
-        runs: dict[str, list] = {label: [] for label in roots}
-        for r in range(args.rounds):
-            for label in list(roots)[:: 1 if r % 2 == 0 else -1]:
-                out = Path(tmp) / "out.pkl"
-                server = run_child(roots[label], HERE, ["--child", str(storage), str(out)], config.pg_data_dir)
-                got = pickle.loads(out.read_bytes())
-                runs[label].append((*got["seconds"], server, got["verdicts"]))
-                wall, cpu = got["seconds"]
-                print(f"round {r + 1} {label:14s} {wall:6.1f} s wall {cpu:6.1f} s CPU, server {server:6.1f} s CPU")
-        if args.profile:
+    runs: dict[str, list] = {args.baseline: [], "this checkout": []}
+    argv = ["--child", str(storage), OUT]
+    for r, label, got, server in revision_runs(args.baseline, args.rounds, HERE, argv, config.pg_data_dir):
+        runs[label].append((*got["seconds"], server, got["verdicts"]))
+        wall, cpu = got["seconds"]
+        print(f"round {r} {label:14s} {wall:6.1f} s wall {cpu:6.1f} s CPU, server {server:6.1f} s CPU")
+    if args.profile:
+        with scratch() as tmp:
             out = Path(tmp) / "out.pkl"
-            run_child(
-                ROOT,
-                HERE,
-                ["--child", str(storage), str(out), "--child-profile", str(args.profile)],
-                config.pg_data_dir,
-            )
-            print(f"profile of this checkout's run: {args.profile}")
+            argv = ["--child", str(storage), str(out), "--child-profile", str(args.profile)]
+            run_child(ROOT, HERE, argv, config.pg_data_dir)
+        print(f"profile of this checkout's run: {args.profile}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     reference = runs[args.baseline][0][3]
     for label, done in runs.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import subprocess
 import sys
 import tarfile
@@ -52,6 +53,23 @@ def run_child(root: Path, script: Path, argv: list[str], server_dir: Path) -> fl
     before = server_cpu(server_dir)
     subprocess.run([sys.executable, str(script), *argv], env=dict(os.environ, PYTHONPATH=str(root)), check=True)
     return server_cpu(server_dir) - before
+
+
+OUT = "{out}"  # in a child's argv: the pickle it writes its outputs to
+
+
+def revision_runs(baseline: str, rounds: int, script: Path, argv: list[str], server_dir: Path):
+    """The baseline revision's child (`script argv`, importing its exported tree) and this checkout's,
+    once a round each, rounds alternating which goes first: yields (round, label, the child's outputs,
+    the server's CPU seconds meanwhile)."""
+    with scratch() as tmp:
+        roots = {baseline: export_revision(baseline, Path(tmp)), "this checkout": ROOT}
+        out = Path(tmp) / "out.pkl"
+        argv = [str(out) if a == OUT else a for a in argv]
+        for r in range(rounds):
+            for label in list(roots)[:: 1 if r % 2 == 0 else -1]:
+                server = run_child(roots[label], script, argv, server_dir)
+                yield r + 1, label, pickle.loads(out.read_bytes()), server
 
 
 def scratch() -> tempfile.TemporaryDirectory:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from plbench.file_cells import cells_table
+from plbench.file_cells import cells_table, row_groups, text_bytes
 
 if TYPE_CHECKING:
     from plbench.release import PreparedRelease
@@ -50,6 +50,21 @@ SUITE_OF_TABLE = {
     "gold_queries.parquet": "gold_queries",
 }
 MAX_FAILURES = 20  # failure descriptions kept per suite: enough to act on, short enough for a manifest
+# Expectations whose verdict on a table is the conjunction of their verdicts on its rows, unexpected counts
+# adding up: they run over runs of rows, so no frame holds a whole table's text (the databases table's
+# decisions run to 400 MB, and GX checking them as JSON held 1.2 GB more). The others (uniqueness, counts,
+# sums) run over every row of only the columns they read.
+ROW_LOCAL = frozenset(
+    {
+        "expect_column_values_to_not_be_null",
+        "expect_column_values_to_be_in_set",
+        "expect_column_values_to_match_regex",
+        "expect_column_values_to_be_json_parseable",
+        "expect_column_values_to_be_between",
+        "expect_column_pair_values_a_to_be_greater_than_b",
+    }
+)
+ROWS_BYTES = 64 * 2**20  # text of the columns read that one frame of row-local expectations holds
 
 
 # ---- manifest-derived expected values: [(label, rows it counts as a `where`, or None for all, value)] --
@@ -194,15 +209,14 @@ def _with_value(kind: str, kwargs: dict, value: int) -> dict:
     return dict(kwargs, min_value=value, max_value=value)
 
 
-def row_condition(where: dict):
-    """A GX condition from a suite's `where`: column -> value (equal) or list of values (in)."""
-    from great_expectations.expectations.row_conditions import Column
+def selects(where: dict, row: dict) -> bool:
+    """Whether a suite's `where` (column -> value, equal, or list of values, in) selects the row."""
+    return all(row.get(c) in v if isinstance(v, list) else row.get(c) == v for c, v in where.items())
 
-    parts = [Column(c).is_in(v) if isinstance(v, list) else Column(c) == v for c, v in where.items()]
-    condition = parts[0]
-    for part in parts[1:]:
-        condition = condition & part
-    return condition
+
+def where_text(where: dict) -> str:
+    """`subset == 'mbpp' and level == 'task'`: a `where` as a failure line names it."""
+    return " and ".join(f"{c} {'in' if isinstance(v, list) else '=='} {v!r}" for c, v in where.items())
 
 
 # ---- running ------------------------------------------------------------------------------------
@@ -233,11 +247,9 @@ def _batch_definition():
     return asset.add_batch_definition_whole_dataframe("whole")
 
 
-def _expectation(kind: str, kwargs: dict, where: dict | None):
+def _expectation(kind: str, kwargs: dict):
     from great_expectations.expectations.registry import get_expectation_impl
 
-    if where:
-        kwargs = dict(kwargs, row_condition=row_condition(where))
     return get_expectation_impl(kind)(**kwargs)
 
 
@@ -247,15 +259,57 @@ def table_frame(rows: list[dict], schema: pa.Schema):
     return cells_table(rows, schema).to_pandas(self_destruct=True, split_blocks=True)
 
 
-def run_suite(suite: dict, rows: list[dict], schema: pa.Schema, manifest: dict) -> dict:
+def columns_read(kwargs: dict) -> set[str]:
+    """The columns an expectation checks."""
+    names = {kwargs[k] for k in ("column", "column_A", "column_B") if k in kwargs}
+    return names | set(kwargs.get("column_list", ()))
+
+
+def is_row_local(kind: str, kwargs: dict) -> bool:
+    """A `mostly` fraction is of the whole table, so an expectation with one is not row-local."""
+    return kind in ROW_LOCAL and "mostly" not in kwargs
+
+
+def _text_in(columns: set[str]) -> Callable[[dict], int]:
+    """A row's size as a frame of `columns` holds it (and GX a copy as it checks them)."""
+    return lambda row: text_bytes({c: row.get(c) for c in columns})
+
+
+def _frames(configs: list[tuple[str, dict, dict | None]], rows: list[dict], schema: pa.Schema, max_bytes: int):
+    """(where, configs, frame) triples to validate. Configs sharing a `where` and being row-local or not
+    see the rows it selects, selected here (a GX row condition filters and copies the whole frame once per
+    expectation), of only the columns they check or select by; the row-local ones see runs of those rows
+    holding at most `max_bytes` of those columns."""
+    parts: dict[tuple[str, bool], list] = {}
+    for kind, kwargs, where in configs:
+        parts.setdefault((json.dumps(where, sort_keys=True), is_row_local(kind, kwargs)), []).append((kind, kwargs))
+    for (key, row_local), part in parts.items():
+        where = json.loads(key)
+        if unknown := set(where or ()) - set(schema.names):
+            raise ValueError(f"a `where` selects by {sorted(unknown)}, not columns of the table")
+        selected = [row for row in rows if selects(where, row)] if where else rows
+        read = set(where or ()).union(*(columns_read(kwargs) for _, kwargs in part))
+        columns = pa.schema([f for f in schema if f.name in read])
+        runs = row_groups(selected, max_bytes, _text_in(read))
+        for run in runs if row_local else [selected]:
+            yield where, part, table_frame(run, columns)
+
+
+def run_suite(suite: dict, rows: list[dict], schema: pa.Schema, manifest: dict, max_bytes: int = ROWS_BYTES) -> dict:
     """Validate one table's rows (file cells read here) against its suite; a suite that cannot be built
     or run fails."""
     import great_expectations as gx
 
     configs = expand_suite(suite, manifest)
+    results: dict[str, list] = {}
     try:
-        frame = table_frame(rows, schema)
-        expectations = [_expectation(kind, kwargs, where) for kind, kwargs, where in configs]
+        for where, part, frame in _frames(configs, rows, schema, max_bytes):
+            expectations = [_expectation(kind, kwargs) for kind, kwargs in part]
+            gx_suite = gx.ExpectationSuite(name=suite["suite"], expectations=expectations)
+            validation = _batch_definition().get_batch(batch_parameters={"dataframe": frame}).validate(gx_suite)
+            del frame
+            for result in validation.results:
+                results.setdefault(expectation_head(result.expectation_config, where), []).append(result)
     except Exception as exc:  # rows off the schema, or a suite entry GX rejects: the gate cannot pass
         return {
             "success": False,
@@ -263,46 +317,41 @@ def run_suite(suite: dict, rows: list[dict], schema: pa.Schema, manifest: dict) 
             "failed": len(configs),
             "failures": [f"suite not run: {type(exc).__name__}: {str(exc)[:300]}"],
         }
-    gx_suite = gx.ExpectationSuite(name=suite["suite"], expectations=expectations)
-    result = _batch_definition().get_batch(batch_parameters={"dataframe": frame}).validate(gx_suite)
-    failures = [describe_failure(r) for r in result.results if not r.success]
+    failures = [describe_failure(head, found) for head, found in results.items() if not all(r.success for r in found)]
     return {
         "success": not failures,
-        "expectations": len(result.results),
+        "expectations": len(results),
         "failed": len(failures),
         "failures": failures[:MAX_FAILURES],
     }
 
 
-def describe_failure(result) -> str:
-    """One line a reader can act on: the expectation, its key arguments, and what was observed."""
-    config = result.expectation_config
-    args = {k: v for k, v in config.kwargs.items() if k not in ("batch_id", "condition_parser", "row_condition")}
-    if config.kwargs.get("row_condition"):
-        args["where"] = condition_text(config.kwargs["row_condition"])
-    head = f"{config.type}({', '.join(f'{k}={v!r}' for k, v in sorted(args.items()))})"
-    info = result.exception_info or {}
-    if info.get("raised_exception"):
-        return f"{head}: raised {str(info.get('exception_message'))[:300]}"
-    found = result.result or {}
-    if found.get("unexpected_count") is not None:
-        examples = [str(v)[:80] for v in (found.get("partial_unexpected_list") or [])[:3]]
-        return f"{head}: {found['unexpected_count']} unexpected, e.g. {examples}"
-    return f"{head}: observed {found.get('observed_value')!r}"
+def expectation_head(config, where: dict | None) -> str:
+    """`expect_x(column='a', where="subset == 'mbpp'")`: an expectation's type and key arguments."""
+    args = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
+    if where:
+        args["where"] = where_text(where)
+    return f"{config.type}({', '.join(f'{k}={v!r}' for k, v in sorted(args.items()))})"
 
 
-def condition_text(condition) -> str:
-    """`subset == 'mbpp' and level == 'task'` from a serialized GX condition."""
-    data = condition if isinstance(condition, dict) else condition.dict()
-    if data.get("type") == "and":
-        return " and ".join(condition_text(c) for c in data["conditions"])
-    if data.get("type") == "comparison":
-        return f"{data['column']['name']} {data['operator'].lower()} {data['parameter']!r}"
-    return str(data)
+def describe_failure(head: str, results: list) -> str:
+    """One line a reader can act on: the expectation, its key arguments (`head`), and what was observed over
+    the runs of rows it was validated on (unexpected counts added up, the first examples)."""
+    failed = [r for r in results if not r.success]
+    raised = [r.exception_info for r in failed if (r.exception_info or {}).get("raised_exception")]
+    if raised:
+        return f"{head}: raised {str(raised[0].get('exception_message'))[:300]}"
+    found = [r.result or {} for r in failed]
+    if found[0].get("unexpected_count") is not None:
+        count = sum(f["unexpected_count"] for f in found)
+        examples = [str(v)[:80] for f in found for v in (f.get("partial_unexpected_list") or [])][:3]
+        return f"{head}: {count} unexpected, e.g. {examples}"
+    return f"{head}: observed {found[0].get('observed_value')!r}"
 
 
-def check_release(prepared: PreparedRelease) -> dict:
-    """Every release table against its suite: {suite: {success, expectations, failed, failures}}."""
+def check_release(prepared: PreparedRelease, max_bytes: int = ROWS_BYTES) -> dict:
+    """Every release table against its suite: {suite: {success, expectations, failed, failures}}; row-local
+    expectations see runs of rows holding at most `max_bytes` of the columns they read."""
     report = {}
     for table, (rows, schema) in sorted(prepared.tables.items()):
         name = SUITE_OF_TABLE.get(table)
@@ -314,7 +363,7 @@ def check_release(prepared: PreparedRelease) -> dict:
                 "failures": [f"no quality suite for release table {table}"],
             }
             continue
-        report[name] = run_suite(load_suite(name), rows, schema, prepared.manifest)
+        report[name] = run_suite(load_suite(name), rows, schema, prepared.manifest, max_bytes)
     return report
 
 

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects.oracle_syntax import gate_release_parts
-from plbench.file_cells import cell_groups, cells_table
+from plbench.file_cells import cells_table, row_groups
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
 from plbench.release_diff import diff_rows, digested, read_digested
@@ -48,7 +48,7 @@ from plbench.taskrow import (
 
 REJECTION_COLUMNS = ("subset", "source_id", "dialect", "level", "stage", "reason_code", "detail")
 REJECTION_SCHEMA = arrow_schema(Rejection, REJECTION_COLUMNS)
-CELL_BYTES_PER_ROW_GROUP = 64 * 2**20  # file-cell text a table's writer holds at once (see _write_table)
+TEXT_BYTES_PER_ROW_GROUP = 64 * 2**20  # text a table's writer holds at once (see _write_table)
 CONTENT_FIELDS = ("prompt", "signature", "setup_sql", "scaffold", "test_block", "test_cases")  # the diff's "changed"
 
 
@@ -119,11 +119,12 @@ def diff_against_previous(out_dir: Path, rows: list[TaskRow]) -> dict | None:
 
 
 def _write_table(rows: list[dict], schema: pa.Schema, path: Path) -> str:
-    """One row group per run of rows holding CELL_BYTES_PER_ROW_GROUP of file cells: databases.parquet's
-    decisions are 415 MB of text over the mirror, and read at once they set the build's peak memory."""
+    """One row group per run of rows holding TEXT_BYTES_PER_ROW_GROUP of text, file cells read: over the
+    mirror databases.parquet's decisions are 415 MB and tasks.parquet's columns more, and each table made
+    one Arrow table at once (and again to combine its chunks) set the build's peak memory."""
     path.parent.mkdir(exist_ok=True)
     with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-        for group in cell_groups(rows, CELL_BYTES_PER_ROW_GROUP):
+        for group in row_groups(rows, TEXT_BYTES_PER_ROW_GROUP):
             writer.write_table(cells_table(group, schema).combine_chunks())  # a cell a chunk writes other pages
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from plbench import quality, release
-from plbench.file_cells import FileCell, cell_groups, cells_table
+from plbench.file_cells import FileCell, cells_table, row_groups
 
 
 def cell(tmp_path, name: str, text: str) -> FileCell:
@@ -17,15 +17,21 @@ def cell(tmp_path, name: str, text: str) -> FileCell:
 
 def test_rows_are_cut_into_runs_whose_cells_hold_at_most_the_budget(tmp_path):
     rows = [{"id": i, "text": cell(tmp_path, f"{i}.txt", "x" * size)} for i, size in enumerate([4, 5, 12, 1, 2, 3])]
-    groups = [[row["id"] for row in group] for group in cell_groups(rows, max_bytes=10)]
+    groups = [[row["id"] for row in group] for group in row_groups(rows, max_bytes=10)]
     # 4+5 fit; 12 alone is over the budget and still a run of its own; 1+2+3 fit
     assert groups == [[0, 1], [2], [3, 4, 5]]
 
 
+def test_rows_are_cut_by_any_size_given():
+    rows = [{"id": i, "text": "x" * size} for i, size in enumerate([3, 3, 3, 9])]
+    groups = [[row["id"] for row in group] for group in row_groups(rows, 6, size=lambda row: len(row["text"]))]
+    assert groups == [[0, 1], [2], [3]]
+
+
 def test_a_table_without_cells_is_one_run_and_an_empty_one_one_empty_run():
     rows = [{"id": i} for i in range(3)]
-    assert list(cell_groups(rows, max_bytes=1)) == [rows]
-    assert list(cell_groups([], max_bytes=1)) == [[]]
+    assert list(row_groups(rows, max_bytes=1)) == [rows]
+    assert list(row_groups([], max_bytes=1)) == [[]]
 
 
 def test_cells_table_puts_the_text_in_and_refuses_a_changed_file(tmp_path):
@@ -35,6 +41,10 @@ def test_cells_table_puts_the_text_in_and_refuses_a_changed_file(tmp_path):
     (tmp_path / "a.txt").write_text("edited")
     with pytest.raises(ValueError, match="changed since the stage that wrote it ran"):
         cells_table([{"id": 1, "text": held}], schema)
+
+
+def test_a_table_of_no_columns_keeps_its_rows():
+    assert cells_table([{"id": 1}, {"id": 2}], pa.schema([])).num_rows == 2
 
 
 def test_file_cells_are_checked_as_their_text_would_be(tmp_path):
@@ -53,7 +63,7 @@ def test_file_cells_are_checked_as_their_text_would_be(tmp_path):
 
 
 def test_a_table_with_cells_is_written_one_row_group_per_run_and_reads_back_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(release, "CELL_BYTES_PER_ROW_GROUP", 10)
+    monkeypatch.setattr(release, "TEXT_BYTES_PER_ROW_GROUP", 10)
     rows = [{"id": i, "text": cell(tmp_path, f"{i}.txt", str(i) * 6)} for i in range(5)]
     schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
     release._write_table(rows, schema, tmp_path / "out" / "t.parquet")

@@ -6,7 +6,17 @@ import json
 
 import pytest
 
-from plbench.quality import check_release, expand_suite, failed_suites, load_suite
+from plbench.quality import (
+    check_release,
+    columns_read,
+    expand_suite,
+    failed_suites,
+    is_row_local,
+    load_suite,
+    run_suite,
+    selects,
+    where_text,
+)
 from plbench.release import REJECTION_SCHEMA, PreparedRelease
 from plbench.spider.summary import DATABASE_SCHEMA
 from plbench.spider.tasks import reference_block
@@ -186,6 +196,47 @@ def test_rows_that_do_not_fit_the_schema_fail_instead_of_being_skipped(clean):
     broken = copy.deepcopy(clean)
     broken.tables["types.parquet"][0][0]["tasks"] = "many"
     assert _failures(broken)["types"][0].startswith("suite not run")
+
+
+def test_row_local_expectations_over_runs_of_rows_report_what_one_frame_reports(clean):
+    # Runs of one row each: unexpected counts add up across runs, and uniqueness still sees every row.
+    broken = copy.deepcopy(clean)
+    _change_task(broken, 0, prompt=None)
+    _change_task(broken, 3, prompt=None)
+    broken.tasks[2] = _task("mbpp/1", "oracle")
+    broken.tables["databases.parquet"][0][1]["decisions"] = "{not json"
+    by_row, whole = check_release(broken, max_bytes=1), check_release(broken, max_bytes=2**40)
+    assert by_row == whole
+    assert any("'prompt'" in f and "2 unexpected" in f for f in by_row["tasks"]["failures"])
+    assert any("expect_compound_columns_to_be_unique" in f and "2 unexpected" in f for f in by_row["tasks"]["failures"])
+    assert by_row["databases"]["failed"] == 1 and "'decisions'" in by_row["databases"]["failures"][0]
+
+
+def test_a_where_on_a_column_the_table_lacks_fails_the_suite_instead_of_selecting_nothing(clean):
+    suite = {
+        "suite": "types",
+        "expectations": [
+            {"expectation": "expect_table_row_count_to_equal", "kwargs": {"value": 0}, "where": {"dialekt": "oracle"}}
+        ],
+    }
+    rows, schema = clean.tables["types.parquet"]
+    report = run_suite(suite, rows, schema, clean.manifest)
+    assert not report["success"] and "not columns of the table" in report["failures"][0]
+
+
+def test_an_expectation_is_row_local_only_without_a_fraction_of_the_whole_table():
+    assert is_row_local("expect_column_values_to_be_in_set", {"column": "a", "value_set": [1]})
+    assert not is_row_local("expect_column_values_to_be_in_set", {"column": "a", "value_set": [1], "mostly": 0.9})
+    assert not is_row_local("expect_compound_columns_to_be_unique", {"column_list": ["a", "b"]})
+    assert columns_read({"column_list": ["a", "b"], "column_A": "c"}) == {"a", "b", "c"}
+
+
+def test_a_where_selects_rows_by_value_or_list_of_values_and_reads_as_a_failure_line_names_it():
+    where = {"subset": "mbpp", "dialect": ["oracle", "postgres"]}
+    assert selects(where, {"subset": "mbpp", "dialect": "oracle"})
+    assert not selects(where, {"subset": "mbpp", "dialect": None})
+    assert not selects(where, {"dialect": "oracle"})
+    assert where_text(where) == "subset == 'mbpp' and dialect in ['oracle', 'postgres']"
 
 
 def test_suite_files_expand_per_column_and_manifest_group(clean):
