@@ -19,6 +19,7 @@ import functools
 import hashlib
 import inspect
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = "plbench"
 
 
+@functools.cache  # asked for every import of every file in a closure: 13,000 times a definitions load
 def _file_of(module: str) -> Path | None:
     base = ROOT.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -38,11 +40,19 @@ def _file_of(module: str) -> Path | None:
     return None
 
 
+def _statements(nodes: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included (an import is a statement: no expression holds one)."""
+    for node in nodes:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _statements(getattr(node, field, None) or [])
+
+
 @functools.cache  # each asset module's closure walks the same library files: parse each once
 def _imports(path: Path) -> frozenset[str]:
     """The `plbench` modules a file names in its imports (`from plbench.x import y` may name module x.y)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8")).body):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

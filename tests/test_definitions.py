@@ -146,6 +146,32 @@ def test_code_versions_follow_the_code_an_asset_runs():
     assert code_version("assets.replay") == code_version("assets.replay") != code_version("assets.spider")
 
 
+def test_imports_are_found_in_every_nested_block(tmp_path):
+    from assets.versions import _imports
+
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import plbench.a\n"
+        "if x:\n    from plbench import b\nelse:\n    import os\n"
+        "def f():\n    try:\n        from plbench.c import d\n    except E:\n        import plbench.e\n"
+        "    finally:\n        import plbench.f\n"
+        "class K:\n    def g(self):\n        with w:\n            for i in y:\n                import plbench.h\n"
+        "match v:\n    case 1:\n        import plbench.i\n"
+        "from . import plbench\n"
+    )
+    assert _imports(source) == {
+        "plbench.a",
+        "plbench",
+        "plbench.b",
+        "plbench.c",
+        "plbench.c.d",
+        "plbench.e",
+        "plbench.f",
+        "plbench.h",
+        "plbench.i",
+    }
+
+
 def test_runs_and_kinds_say_what_they_did(tmp_path):
     from pipelines.definitions import build_definitions, candidate_kinds
     from plbench.config import BuildConfig, NotConfigured
