@@ -194,6 +194,18 @@ def test_spider_databases_are_normalized_loaded_and_reported(setup):
     assert texts.count("-- dev ") == len(SPIDER_DEV) - 1 and "FROM CUSTOMER" in texts
 
 
+def test_each_database_partition_carries_its_own_metadata(setup):
+    _, instance = setup
+    for dialect, shown in (("postgres", "verified"), ("oracle", "not_run")):
+        records = instance.fetch_materializations(dg.AssetKey(f"normalized_databases_{dialect}"), limit=50).records
+        latest = {}
+        for record in records:  # newest first
+            latest.setdefault(record.partition_key, record.asset_materialization.metadata)
+        shop = latest["spider1.shop"]
+        assert shop["tables"].value == 2 and shop["rows"].value == 9 and shown in shop
+        assert set(latest) == set(instance.get_dynamic_partitions("database"))
+
+
 def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
     config, _ = setup
     _, manifest, tasks, rejections = _release(config)
