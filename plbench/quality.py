@@ -280,11 +280,11 @@ def _frames(configs: list[tuple[str, dict, dict | None]], rows: list[dict], sche
     see the rows it selects, selected here (a GX row condition filters and copies the whole frame once per
     expectation), of only the columns they check or select by; the row-local ones see runs of those rows
     holding at most `max_bytes` of those columns."""
-    parts: dict[tuple[str, bool], list] = {}
+    parts: dict[tuple[str, bool], tuple[dict | None, list]] = {}
     for kind, kwargs, where in configs:
-        parts.setdefault((json.dumps(where, sort_keys=True), is_row_local(kind, kwargs)), []).append((kind, kwargs))
-    for (key, row_local), part in parts.items():
-        where = json.loads(key)
+        key = (json.dumps(where, sort_keys=True), is_row_local(kind, kwargs))
+        parts.setdefault(key, (where, []))[1].append((kind, kwargs))
+    for (_, row_local), (where, part) in parts.items():
         if unknown := set(where or ()) - set(schema.names):
             raise ValueError(f"a `where` selects by {sorted(unknown)}, not columns of the table")
         selected = [row for row in rows if selects(where, row)] if where else rows
