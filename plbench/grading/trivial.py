@@ -120,14 +120,11 @@ def run_trivial(
     schemas: dict[tuple[str, str], str],
     workers: int = 1,
     candidates_of: Callable[[dict], list[tuple[str, str]]] = trivial_candidates,
-    known: dict[tuple, bool] | None = None,
 ) -> dict[tuple, dict[str, bool]]:
     """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
     engine's dialect, `workers` groups (`batches`) at a time; `schemas` maps (database, dialect) to its
-    loaded schema. A candidate is graded once per distinct `grading_inputs` of the tasks it is given, and
-    not at all where `known` ((what the verdict depends on, code) -> passed, filled as it goes) holds its
-    verdict."""
-    known = {} if known is None else known
+    loaded schema. A candidate is graded once per distinct `grading_inputs` of the tasks it is given."""
+    known: dict[tuple, bool] = {}  # (what the verdict depends on, code) -> passed, filled as it goes
 
     def verdicts(batch: list[dict]) -> list[dict[str, bool]]:
         made = [(grading_inputs(task), candidates_of(task)) for task in batch]
@@ -207,11 +204,17 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
         key = (task["task_id"], task["dialect"])
         return made[key] if key in made else subset(task["subset"]).trivial_candidates(by_key[key])
 
-    gated, known = {}, {}  # known: verdicts shared by the parts (multiturn's turns are procedures_ile's rounds)
+    # Every part's rows at once: procedure tasks of one database share copies whatever their subset, and a
+    # verdict is graded once for the parts sharing its grading inputs (multiturn's turns are procedures_ile's
+    # rounds, interactive's tasks procedures' seeds). Only the rows graded are held as records meanwhile.
+    mine = [t for p in present for t in task_records([r for r in p.rows if r.dialect == engine.dialect])]
+    results = run_trivial(mine, engine, schemas, workers, candidates_of)
+    del mine
+    gated = {}
     for part in present:
         records = task_records(part.rows)
-        results = run_trivial(records, engine, schemas, workers, candidates_of, known)
-        gated[part.subset] = _with_gate(part, *trivial_gate(records, results))
+        own = {key: results[key] for key in ((r["task_id"], r["dialect"]) for r in records) if key in results}
+        gated[part.subset] = _with_gate(part, *trivial_gate(records, own))
     return [gated[p.subset] if p is not None else None for p in parts]
 
 
