@@ -187,20 +187,21 @@ def test_a_connection_is_closed_after_its_last_checkout(fresh_engine, monkeypatc
     assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2, 2, 5, 5]
 
 
-def test_a_session_that_ran_many_statements_does_not_give_its_connection_back(fresh_engine, monkeypatch):
-    # A long session (ILE's, over a database's seeds) leaves its backend holding every procedure it compiled.
-    monkeypatch.setattr(postgres, "_SESSION_SAVEPOINTS_MAX", 3)
+def test_a_connection_whose_sessions_ran_many_statements_is_closed(fresh_engine, monkeypatch):
+    # Its backend holds every procedure its sessions compiled, whether in one long session (ILE's, over a
+    # database's seeds) or in several (the gate's, over database copies).
+    monkeypatch.setattr(postgres, "_CONNECTION_SAVEPOINTS_MAX", 3)
     swept = []
     monkeypatch.setattr(fresh_engine, "_sweep", swept.append)
     pids = []
-    for statements in (2, 3, 0, 1):
+    for statements in (1, 1, 0, 3, 2, 0, 0):
         with fresh_engine.session() as session:
             for _ in range(statements):
                 assert session.execute("SELECT 1").ok
             assert session.savepoints == max(statements, 1)  # the first savepoint opens with the session
             pids.append(session.backend_pid)
-    assert [pids.index(pid) for pid in pids] == [0, 0, 2, 2]
-    assert swept == []  # a clean long session is only closed: no schema or role of it needs sweeping
+    assert [pids.index(pid) for pid in pids] == [0, 0, 0, 3, 4, 4, 6]
+    assert swept == []  # a clean connection is only closed: no schema or role of its sessions needs sweeping
 
 
 def test_sessions_swept_at_once_do_not_fail_each_other(fresh_engine):

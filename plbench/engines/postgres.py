@@ -53,9 +53,12 @@ _POOL_MAX = 4  # idle connections kept; more concurrent sessions just open extra
 # session cost 1.2 ms of server CPU on a fresh backend and 9 ms after 2,400 sessions. A connection is closed
 # after this many checkouts; opening one costs about as much as 100 sessions on a fresh backend.
 _CHECKOUTS_MAX = 100
-# A session that ran this many statements (ILE's, over a database's seeds) leaves a backend as heavy as many
-# sessions do: its connection is closed rather than given back (counted by the savepoints it opened).
-_SESSION_SAVEPOINTS_MAX = 500
+# Statements compile too (a procedure or function each installs stays compiled after its rollback), and one
+# session may run hundreds (the gate's, over a database copy; ILE's, over its seeds): a connection is also
+# closed once its sessions opened this many savepoints (one per statement) in all. Measured on the gate's
+# procedure tasks, in sessions of about 300 savepoints each: ROLLBACK TO SAVEPOINT took 2.3 ms on backends
+# given back after every session, 0.6 ms on backends closed after every one (bench/gate_time.py).
+_CONNECTION_SAVEPOINTS_MAX = 500
 _CONNECT_TIMEOUT_S = 10
 _RECOVERY_WAIT_S = 300  # a build's data dir replayed 270 MB of WAL in 10.1 s after an unclean stop
 CANDIDATE_ROLE = "plbench_candidate"
@@ -144,8 +147,8 @@ class PostgresEngine:
         self._timeout_ms = max(1, round(statement_timeout_s * 1000))
         self._server = server  # the pgserver handle, kept so its bookkeeping lives as long as we do
         self._idle: list[psycopg.Connection] = []
-        # Checkouts so far of each connection; one closed and dropped leaves with its entry.
-        self._checkouts: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
+        # (checkouts, savepoints) so far of each connection; one closed and dropped leaves with its entry.
+        self._used: weakref.WeakKeyDictionary[psycopg.Connection, tuple[int, int]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._closed = False
         self._version: str | None = None
@@ -194,7 +197,7 @@ class PostgresEngine:
             if sess.escaped or not clean:
                 with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
                     self._sweep(sess.schema)
-            self._give_back(conn, clean and sess.savepoints < _SESSION_SAVEPOINTS_MAX)
+            self._give_back(conn, clean, sess.savepoints)
 
     def loaded(self, schema: str | None) -> bool:
         """Whether a loaded database's schema is on this server (remembered once seen)."""
@@ -397,14 +400,16 @@ class PostgresEngine:
                 "check that the server runs, or set PLBENCH_PG_DSN to a reachable server"
             ) from exc
 
-    def _give_back(self, conn: psycopg.Connection, reusable: bool) -> None:
+    def _give_back(self, conn: psycopg.Connection, reusable: bool, savepoints: int = 0) -> None:
         with self._lock:
-            checkouts = self._checkouts[conn] = self._checkouts.get(conn, 0) + 1
+            checkouts, opened = self._used.get(conn, (0, 0))
+            checkouts, opened = self._used[conn] = (checkouts + 1, opened + savepoints)
             if (
                 reusable
                 and not self._closed
                 and len(self._idle) < _POOL_MAX
                 and checkouts < _CHECKOUTS_MAX
+                and opened < _CONNECTION_SAVEPOINTS_MAX
                 and not conn.broken
                 and conn.info.transaction_status == TransactionStatus.IDLE
             ):
