@@ -25,7 +25,6 @@ import json
 import os
 import pickle
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -121,9 +120,6 @@ def against_revision(baseline: str, rounds: int, storage: Path, wanted: list[str
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--child"]:
-        child(Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
-        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--storage", type=Path, help="stage storage (default: .cache/dagster-storage)")
     parser.add_argument("--subsets", help="comma-separated subsets whose parts the gate runs on (default: all)")
@@ -131,7 +127,11 @@ def main() -> None:
     parser.add_argument("--skip-baseline", action="store_true", help="only the gate as it runs now")
     parser.add_argument("--baseline", help="a git revision whose gate is the baseline, each in its own process")
     parser.add_argument("--rounds", type=int, default=2, help="with --baseline: runs of each revision")
+    parser.add_argument("--child", nargs=3, metavar=("STORAGE", "SUBSETS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(Path(args.child[0]), args.child[1], Path(args.child[2]))
+        return
     config = BuildConfig.from_env()
     storage = args.storage or config.storage_dir
     wanted = args.subsets.split(",") if args.subsets else list(SUBSETS)

@@ -56,8 +56,9 @@ _CHECKOUTS_MAX = 100
 # Statements compile too (a procedure or function each installs stays compiled after its rollback), and one
 # session may run hundreds (the gate's, over a database copy; ILE's, over its seeds): a connection is also
 # closed once its sessions opened this many savepoints (one per statement) in all. On the release gate's
-# procedure tasks, in sessions of about 300 savepoints each, a ROLLBACK TO SAVEPOINT took 2.3 ms before this
-# limit and 0.7 ms with it, and the gate's server CPU went from 108 to 63 s (bench/gate_time.py --baseline).
+# procedure tasks, in sessions of about 300 savepoints each, the gate's server CPU went from 108 to 63 s
+# with this limit (bench/gate_time.py --baseline); timed with one worker, a ROLLBACK TO SAVEPOINT there
+# took 2.3 ms before it and 0.7 ms with it.
 _CONNECTION_SAVEPOINTS_MAX = 500
 _CONNECT_TIMEOUT_S = 10
 _RECOVERY_WAIT_S = 300  # a build's data dir replayed 270 MB of WAL in 10.1 s after an unclean stop

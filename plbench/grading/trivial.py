@@ -212,9 +212,8 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
     del mine
     gated = {}
     for part in present:
-        records = task_records(part.rows)
-        own = {key: results[key] for key in ((r["task_id"], r["dialect"]) for r in records) if key in results}
-        gated[part.subset] = _with_gate(part, *trivial_gate(records, own))
+        own = {r.key: results[r.key] for r in part.rows if r.key in results}
+        gated[part.subset] = _with_gate(part, *trivial_gate(task_records(part.rows), own))
     return [gated[p.subset] if p is not None else None for p in parts]
 
 
