@@ -23,11 +23,10 @@ Loaded by path from the child (which runs with -S -P), so it imports only the st
 
 from __future__ import annotations
 
+import _signal as signal  # see _sandbox_child
 import ctypes
 import os
-import re
 import resource
-import signal
 import struct
 
 SANDBOX_ID_BASE = 1_600_000_000  # + pid: far above login and subordinate-uid ranges
@@ -39,7 +38,6 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # how /proc/self/mountinfo writes a space and the like
 # Per-mount options a read-only bind remount must repeat, or the kernel refuses it.
 _MOUNT_OPTION_FLAGS = {"ro": _MS_RDONLY, "nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC}
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 4, 38, 22, 2
@@ -72,13 +70,20 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     _check(_libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), what)
 
 
+def unescape_mount_point(field: str) -> str:
+    """A mount point as /proc/self/mountinfo writes it: a backslash and three octal digits for a space, a tab,
+    a newline or a backslash (not with re: the child imports nothing it can do without)."""
+    head, *escaped = field.split("\\")
+    return head + "".join(chr(int(part[:3], 8)) + part[3:] for part in escaped)
+
+
 def _mount_points() -> list[tuple[str, int]]:
     """(mount point, option flags) of every mount this namespace sees."""
     points = []
     with open("/proc/self/mountinfo", encoding="utf-8") as info:
         for line in info:
             fields = line.split()
-            point = _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+            point = unescape_mount_point(fields[4])
             flags = 0
             for option in fields[5].split(","):
                 flags |= _MOUNT_OPTION_FLAGS.get(option, 0)

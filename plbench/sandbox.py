@@ -15,6 +15,7 @@ names each refused attempt (`SandboxDenied: os.system is not allowed in the sand
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import platform
 import shutil
@@ -131,7 +132,9 @@ def _payload(code: str, entry_point: str, cases: list[tuple], limits: SandboxLim
             "max_case_timeouts": limits.max_case_timeouts,
         },
     }
-    return json.dumps(body, allow_nan=False).encode()
+    # marshal, not JSON: the child then needs no json import (7 ms of every child's start). Only this trusted
+    # side's bytes are unmarshalled; what comes back from the child is read as JSON.
+    return marshal.dumps(body)
 
 
 def _feed(stream, data: bytes) -> None:

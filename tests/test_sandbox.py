@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_program
+from plbench._sandbox_child import json_text
+from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_program, unescape_mount_point
 from plbench.mbpp.cases import cases_from_sandbox, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractionError
 from plbench.records import RawProblem
@@ -347,6 +348,54 @@ def test_address_based_hashes_and_reprs_are_the_same_in_every_run():
     limits = SandboxLimits(max_output_bytes=1000)
     details = {run("def f():\n    return 'x' * 5000\n", [()], limits=limits).cases[0].detail for _ in range(3)}
     assert details == {"result of 5090 bytes exceeds 1000"}
+
+
+def test_the_child_imports_only_what_it_needs_and_the_solution_sees_none_of_it():
+    # Each import is paid by every child (thousands a build): none of these is needed to run a solution.
+    code = (
+        "import sys\n"
+        "HEAVY = ('json', 're', 'enum', 'typing', 'pathlib', 'copy', 'importlib.util', 'signal')\n"
+        "def f():\n"
+        "    return [m for m in HEAVY if m in sys.modules]\n"
+    )
+    assert run(code, [()]).cases[0].value == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"kind": "case", "index": 3, "status": "ok", "value": None, "mutated": False},
+        ['quote " backslash \\ tab \t newline \n cr \r bell \x07 nul \x00 \x1f \x7f', "\b\f"],
+        ["é", "日本", "\U0001f600", "\u2028", ""],
+        [0, -1, 10**40, True, False, 0.1, -0.0, 1e300, 5e-324, 2.5],
+        {"$tuple": [{"$set": [1, "a"]}, {"$dict": [[{"$float": "nan"}, []]]}, {}]},
+    ],
+)
+def test_the_childs_json_text_is_what_json_dumps_gives(value):
+    assert json_text(value) == json.dumps(value, ensure_ascii=False, allow_nan=False)
+    assert json.loads(json_text(value)) == value
+
+
+@pytest.mark.parametrize("value", [math.nan, [math.inf], object()])
+def test_the_childs_json_text_refuses_what_json_dumps_refuses(value):
+    with pytest.raises((ValueError, TypeError)) as expected:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    with pytest.raises(expected.type):
+        json_text(value)
+
+
+@pytest.mark.parametrize("value", [(1, 2), {1: "a"}])
+def test_the_childs_json_text_refuses_what_the_protocol_never_sends(value):
+    with pytest.raises(TypeError):  # json.dumps would write a list, or the key as a string
+        json_text(value)
+
+
+@pytest.mark.parametrize(
+    "field, point",
+    [("/", "/"), ("/mnt/a\\040b", "/mnt/a b"), ("/x\\134y\\011", "/x\\y\t"), ("/n\\012\\0401", "/n\n 1")],
+)
+def test_mount_points_are_read_as_mountinfo_escapes_them(field, point):
+    assert unescape_mount_point(field) == point
 
 
 def test_mutated_inputs_are_reported_and_each_case_gets_a_fresh_copy():
