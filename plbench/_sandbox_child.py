@@ -240,6 +240,22 @@ def _with_costs(line: bytes, cpu_seconds: float, wall_seconds: float) -> bytes:
     return line[:-2] + f', "cpu_seconds": {cpu_seconds:.6f}, "wall_seconds": {wall_seconds:.6f}}}\n'.encode()
 
 
+def _holds_more_items(value, most: int) -> bool:
+    """Whether `value` holds more than `most` items all told, as its encoding has them (elements, and a dict's
+    pairs with their keys and values). Each item takes at least 2 bytes of the encoded text (its own and a
+    separator or bracket), so such a result cannot fit in 2 * `most` bytes, and counting stops where encoding
+    would go on: one MBPP+ reference returns 120 MB, which took 11 s to encode only to be refused."""
+    pending, count = [value], 0
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple, set, frozenset, dict)):
+            count += len(item)
+            if count > most:
+                return True
+            pending.extend(item.items() if isinstance(item, dict) else item)
+    return False
+
+
 def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: int) -> tuple[str, bytes]:
     """(status, protocol line) of one case."""
     args = values.decode(encoded_args)  # a fresh copy for every case
@@ -257,6 +273,10 @@ def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: i
     }
     if status == "ok":
         try:
+            if _holds_more_items(result, max_bytes // 2):
+                detail = f"result of more than {max_bytes // 2} items exceeds {max_bytes} bytes"
+                message.update(status="unsupported_output", detail=detail)
+                return message["status"], _with_costs(_line(message), *costs)
             # Serialized here, once, because the encoding can still refuse an encoded value
             # (ints beyond the str-conversion digit limit).
             line = _line({**message, "value": values.encode(result)})

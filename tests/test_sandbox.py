@@ -456,6 +456,22 @@ def test_unsupported_outputs_are_flagged_per_case():
     assert result.cases[2].detail.startswith("int: Exceeds the limit (4300 digits)")
 
 
+def test_a_result_of_more_items_than_its_bytes_allow_is_refused_before_it_is_encoded():
+    limits = SandboxLimits(max_output_bytes=1000)
+    code = "def f(n):\n    return [[i] for i in range(n)]\n"
+    # 2 items a one-element list: 250 hold 500 items and might fit, so they are encoded and measured; 251 cannot.
+    fits, measured, counted = run(code, [(20,), (250,), (251,)], limits=limits).cases
+    assert (fits.status, fits.value) == ("ok", [[i] for i in range(20)])
+    message = {"kind": "case", "index": 1, "status": "ok", "value": [[i] for i in range(250)]}
+    size = len(json.dumps({**message, "detail": "", "mutated": False})) + 1  # and the line's newline
+    assert (measured.status, measured.detail) == ("unsupported_output", f"result of {size} bytes exceeds 1000")
+    assert size == 1728
+    assert (counted.status, counted.detail) == (
+        "unsupported_output",
+        "result of more than 500 items exceeds 1000 bytes",
+    )
+
+
 def test_child_death_is_reported_as_crashed():
     exited = run("import os\ndef f():\n    os._exit(3)\n", [()])
     assert exited == SandboxResult("crashed", [], "child exited with code 3; after 0/1 cases")
