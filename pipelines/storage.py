@@ -9,13 +9,37 @@ Dagster's: one partition gives its value, several a dict keyed by partition key.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from typing import Any
 
 import dagster as dg
 from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager
 
 
+def _malloc_trim():
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()  # glibc's; None where the C library has none
+
+
+def give_back_freed_memory() -> None:
+    """Return to the system the heap pages that freed objects held. glibc keeps them, so in one process (the
+    in-process executor) each step began on top of what the earlier ones had freed: after two stored values
+    were dropped 0.8 GB stayed resident, and malloc_trim(0) gave it back in 30 ms."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 class _PartitionedPickles(PickledObjectFilesystemIOManager):
+    def load_input(self, context: dg.InputContext) -> Any:
+        give_back_freed_memory()  # before a step reads its inputs: what the steps before it freed
+        return super().load_input(context)
+
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if not context.has_asset_partitions:
             return super().handle_output(context, obj)

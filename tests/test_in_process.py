@@ -1,12 +1,15 @@
-"""An in-process build lets go of each stage's value once the IO manager has stored it."""
+"""An in-process build lets go of each stage's value once the IO manager has stored it, and gives the memory
+earlier stages freed back to the system before a stage reads its inputs."""
 
 import gc
 import pickle
 import weakref
 
 import dagster as dg
+import psutil
 
 from pipelines.executors import run_in_process
+from pipelines.storage import StageStorage
 
 
 class Stage:
@@ -42,3 +45,24 @@ def test_an_in_process_run_frees_each_output_once_it_is_stored(tmp_path):
 
 def _stored(path):
     return pickle.loads(path.read_bytes())
+
+
+def test_a_stage_reading_its_inputs_first_gives_back_the_memory_earlier_stages_freed(tmp_path):
+    @dg.asset
+    def stage() -> list:
+        return [1, 2]
+
+    storage = StageStorage(base_dir=str(tmp_path / "storage"))
+    assert dg.materialize([stage], resources={"io_manager": storage}).success
+    process = psutil.Process()
+    blocks = [bytes(1024) + bytes([i % 256]) for i in range(200_000)]  # 200 MB in malloc's heap
+    top = bytes(2048)  # still held above them, so free() alone cannot shrink the heap
+    before = process.memory_info().rss
+    del blocks
+    gc.collect()
+    assert before - process.memory_info().rss < 50 << 20  # freed, but still resident
+    io_manager = storage.create_io_manager(dg.build_init_resource_context())
+    upstream = dg.build_output_context(asset_key=stage.key)
+    assert io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream)) == [1, 2]
+    assert before - process.memory_info().rss > 150 << 20
+    assert len(top) == 2048
