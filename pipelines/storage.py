@@ -10,24 +10,16 @@ Dagster's: one partition gives its value, several a dict keyed by partition key.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from typing import Any
 
 import dagster as dg
 from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager
 
-
-def _malloc_trim():
-    try:
-        return getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
-    except OSError:
-        return None
+# glibc's, from the symbols the process already has (as plbench/_sandbox_contain.py reaches libc); None elsewhere
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
 
 
-_MALLOC_TRIM = _malloc_trim()  # glibc's; None where the C library has none
-
-
-def give_back_freed_memory() -> None:
+def _give_back_freed_memory() -> None:
     """Return to the system the heap pages that freed objects held. glibc keeps them, so in one process (the
     in-process executor) each step began on top of what the earlier ones had freed: after two stored values
     were dropped 0.8 GB stayed resident, and malloc_trim(0) gave it back in 30 ms."""
@@ -37,7 +29,7 @@ def give_back_freed_memory() -> None:
 
 class _PartitionedPickles(PickledObjectFilesystemIOManager):
     def load_input(self, context: dg.InputContext) -> Any:
-        give_back_freed_memory()  # before a step reads its inputs: what the steps before it freed
+        _give_back_freed_memory()  # before a step reads its inputs: what the steps before it freed
         return super().load_input(context)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import _signal as signal  # the signal module but for its enums, which cost each child 3.8 ms of imports
 import builtins
 import marshal
+import math
 import os
 import sys
 import time
@@ -86,12 +87,14 @@ def json_text(value) -> str:
     quarter of every child's start."""
     if isinstance(value, str):
         return '"' + value.translate(_ESCAPES) + '"'
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else ("true" if value else "false")
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise ValueError(f"out of range float value: {value!r}")
         return float.__repr__(value)
     if isinstance(value, list):
@@ -272,20 +275,21 @@ def _case_line(values, fn, alarm: _Alarm, index: int, encoded_args, max_bytes: i
         "mutated": _mutated(values, before, args),
     }
     if status == "ok":
+        most = max_bytes // 2
         try:
-            if _holds_more_items(result, max_bytes // 2):
-                detail = f"result of more than {max_bytes // 2} items exceeds {max_bytes} bytes"
-                message.update(status="unsupported_output", detail=detail)
-                return message["status"], _with_costs(_line(message), *costs)
             # Serialized here, once, because the encoding can still refuse an encoded value
-            # (ints beyond the str-conversion digit limit).
-            line = _line({**message, "value": values.encode(result)})
+            # (ints beyond the str-conversion digit limit); not at all when it cannot fit.
+            line = None if _holds_more_items(result, most) else _line({**message, "value": values.encode(result)})
         except Exception as exc:  # noqa: BLE001
             message.update(status="unsupported_output", detail=_truncate(f"{type(result).__name__}: {exc}"))
         else:
-            if len(line) <= max_bytes:
+            if line is not None and len(line) <= max_bytes:
                 return status, _with_costs(line, *costs)
-            message.update(status="unsupported_output", detail=f"result of {len(line)} bytes exceeds {max_bytes}")
+            if line is None:
+                detail = f"result of more than {most} items exceeds {max_bytes} bytes"
+            else:
+                detail = f"result of {len(line)} bytes exceeds {max_bytes}"
+            message.update(status="unsupported_output", detail=detail)
     return message["status"], _with_costs(_line(message), *costs)
 
 
