@@ -4,8 +4,10 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.sharded import shard_outputs
 from assets.versions import content_versioned
 from pipelines.progress import stage_progress
+from pipelines.storage import drop_step_outputs
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.stages import (
     Ingested,
@@ -13,11 +15,14 @@ from plbench.mbpp.stages import (
     build_tasks,
     collect_types,
     extract_test_cases,
+    extraction_shards,
     infer_signatures,
     ingest,
+    merge_test_cases,
 )
 from plbench.operators.stages import augment_constant_tasks
 from plbench.records import task_id
+from plbench.shards import Shard
 
 GROUP = "mbpp"
 
@@ -66,23 +71,50 @@ def selected(*raws: Ingested | None) -> list[Ingested]:
     return [r for r in raws if r is not None]
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python"},
-    description="Test cases: MBPP asserts parsed by AST; MBPP+ inputs run through the sandboxed reference.",
-)
-@content_versioned
-def mbpp_test_cases(
-    context: dg.AssetExecutionContext,
+@dg.op(name="mbpp_test_cases_shards", out=dg.DynamicOut(Shard))
+def _extraction_shards(
+    context: dg.OpExecutionContext,
     build: dg.ResourceParam[BuildConfig],
     mbpp_raw: Ingested | None,
     mbpp_plus_raw: Ingested | None,
+):
+    shards = extraction_shards(selected(mbpp_raw, mbpp_plus_raw), build.shard_count)
+    context.log.debug(f"progress 0/{len(shards)} shards")
+    yield from shard_outputs(shards)
+
+
+@dg.op(name="mbpp_test_cases_shard")
+def _extract_shard(context: dg.OpExecutionContext, build: dg.ResourceParam[BuildConfig], shard: Shard) -> Shard:
+    with stage_progress(context):
+        return Shard(shard.index, shard.count, extract_test_cases(shard.part, build))
+
+
+@dg.op(name="mbpp_test_cases_merge")
+@content_versioned
+def _merge_test_cases(
+    context: dg.OpExecutionContext,
+    build: dg.ResourceParam[BuildConfig],
+    mbpp_raw: Ingested | None,
+    mbpp_plus_raw: Ingested | None,
+    shards: list[Shard],
 ) -> StageOutput:
     ingested = selected(mbpp_raw, mbpp_plus_raw)
-    with stage_progress(context):
-        out = extract_test_cases(ingested, build)
-    context.add_output_metadata(_stage_metadata(out, sum(len(i.problems) for i in ingested)))
+    out = merge_test_cases(ingested, shards)
+    drop_step_outputs(build.storage_dir, context.run_id, "mbpp_test_cases")
+    meta = _stage_metadata(out, sum(len(i.problems) for i in ingested))
+    context.add_output_metadata(meta | {"shards": len(shards)})
     return out
+
+
+@dg.graph_asset(
+    group_name=GROUP,
+    kinds={"python"},
+    description="Test cases: MBPP asserts parsed by AST; MBPP+ inputs run through the sandboxed reference "
+    "(in task shards, each a step: PLBENCH_TASK_SHARDS).",
+)
+def mbpp_test_cases(mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None) -> StageOutput:
+    shards = _extraction_shards(mbpp_raw, mbpp_plus_raw).map(_extract_shard).collect()
+    return _merge_test_cases(mbpp_raw, mbpp_plus_raw, shards)
 
 
 @dg.asset(group_name=GROUP, kinds={"python"}, description="One signature per task, consistent across its test cases.")

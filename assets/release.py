@@ -16,6 +16,7 @@ import dagster as dg
 
 from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
+from pipelines.stages import stage_spans
 from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
 from plbench.quality import check_release, failed_suites
@@ -113,7 +114,7 @@ def release(
 
 
 def stage_seconds(context: dg.AssetExecutionContext) -> dict[str, float]:
-    """Seconds each stage's step took in the run that produced its stored value (this run or an earlier one)."""
+    """Seconds each stage's steps took in the run that produced its stored value (this run or an earlier one)."""
     instance, runs, seconds = context.instance, {}, {}
     for key in context.job_def.asset_layer.asset_graph.get_all_asset_keys():
         records = instance.fetch_materializations(key, limit=1).records
@@ -121,10 +122,10 @@ def stage_seconds(context: dg.AssetExecutionContext) -> dict[str, float]:
             continue
         run_id = records[0].run_id
         if run_id not in runs:
-            runs[run_id] = {s.step_key: s for s in instance.get_run_step_stats(run_id)}
-        step = runs[run_id].get(key.to_python_identifier())
-        if step and step.start_time and step.end_time:
-            seconds[key.to_user_string()] = step.end_time - step.start_time
+            runs[run_id] = stage_spans(instance.get_run_step_stats(run_id))
+        span = runs[run_id].get(key.to_python_identifier())
+        if span:
+            seconds[key.to_user_string()] = span[1] - span[0]
     return seconds
 
 

@@ -4,59 +4,85 @@ value round trip (`roundtrip_<dialect>`), each named in full so the graph's node
 One asset per dialect rather than one asset with dialect partitions: the release
 needs both in the same run, and an in-process run cannot mix partitioned and
 unpartitioned assets. Selecting `replay_validation_postgres` reruns one dialect
-alone, reusing the stored upstream stages.
+alone, reusing the stored upstream stages. Replay is task-sharded (assets/sharded.py): each shard a step, which
+the workers of a multiprocess, celery or Kubernetes executor run side by side.
 """
 
 from collections import Counter
 
 import dagster as dg
 
+from assets.sharded import shard_outputs
 from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
+from pipelines.storage import drop_step_outputs
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.dialects import of_dialect
-from plbench.mbpp.stages import ReplayReport, RoundTripReport, StageOutput, replay_stage, roundtrip_stage
+from plbench.mbpp.stages import (
+    ReplayReport,
+    RoundTripReport,
+    StageOutput,
+    merge_replay,
+    replay_shards,
+    replay_stage,
+    roundtrip_stage,
+)
+from plbench.shards import Shard
 
 GROUP = "validation"
 
 
 def _replay_asset(dialect: str):
-    @dg.asset(
-        key=f"replay_validation_{dialect}",
-        group_name=GROUP,
-        kinds={dialect},
-        description=f"Replay and mutation checks of every task's {dialect} test block on a real server.",
-    )
-    @content_versioned
-    def replay(
-        context: dg.AssetExecutionContext,
-        build: dg.ResourceParam[BuildConfig],
-        engines: EnginesResource,
-        mbpp_tasks: StageOutput,
-    ) -> ReplayReport:
+    name = f"replay_validation_{dialect}"
+
+    @dg.op(name=f"{name}_shards", out=dg.DynamicOut(Shard))
+    def shards(context: dg.OpExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput):
+        parts = replay_shards(mbpp_tasks, dialect, build.shard_count)
+        context.log.debug(f"progress 0/{len(parts)} shards")
+        yield from shard_outputs(parts)
+
+    @dg.op(name=f"{name}_shard")
+    def replay_shard(build: dg.ResourceParam[BuildConfig], engines: EnginesResource, shard: Shard) -> Shard:
         with engines.open(dialect) as engine:
-            report = replay_stage(mbpp_tasks, engine, build.workers)
-        count_in = len(of_dialect(mbpp_tasks.items, dialect))
-        meta = {"ran": report.ran, "count_in": count_in, "seconds": round(report.seconds, 2)}
-        if report.ran:
-            statuses = Counter(r.status for r in report.results)
-            meta.update(
-                {
-                    "count_out": statuses["passed"],
-                    "rejected": dg.MetadataValue.json(
-                        dict(sorted((k, v) for k, v in statuses.items() if k != "passed"))
-                    ),
-                    "engine": report.engine,
-                    "mutants": dg.MetadataValue.json(report.mutant_counts()),
-                }
-            )
-        else:  # not run: every task goes on unvalidated, recorded as not_run
-            meta["count_out"] = count_in
-            meta["reason"] = report.reason
-        context.add_output_metadata(meta)
+            return Shard(shard.index, shard.count, replay_stage(shard.part, engine, build.workers))
+
+    @dg.op(name=f"{name}_merge")
+    @content_versioned
+    def merge(
+        context: dg.OpExecutionContext,
+        build: dg.ResourceParam[BuildConfig],
+        mbpp_tasks: StageOutput,
+        shards: list[Shard],
+    ) -> ReplayReport:
+        report = merge_replay(shards)
+        drop_step_outputs(build.storage_dir, context.run_id, name)
+        context.add_output_metadata(_replay_metadata(report, len(of_dialect(mbpp_tasks.items, dialect)), len(shards)))
         return report
 
+    @dg.graph_asset(
+        key=name,
+        group_name=GROUP,
+        kinds={dialect},
+        description=f"Replay and mutation checks of every task's {dialect} test block on a real server "
+        "(in task shards, each a step: PLBENCH_TASK_SHARDS).",
+    )
+    def replay(mbpp_tasks: StageOutput) -> ReplayReport:
+        return merge(mbpp_tasks, shards(mbpp_tasks).map(replay_shard).collect())
+
     return replay
+
+
+def _replay_metadata(report: ReplayReport, count_in: int, shards: int) -> dict:
+    meta = {"ran": report.ran, "count_in": count_in, "seconds": round(report.seconds, 2), "shards": shards}
+    if not report.ran:  # not run: every task goes on unvalidated, recorded as not_run
+        return meta | {"count_out": count_in, "reason": report.reason}
+    statuses = Counter(r.status for r in report.results)
+    return meta | {
+        "count_out": statuses["passed"],
+        "rejected": dg.MetadataValue.json(dict(sorted((k, v) for k, v in statuses.items() if k != "passed"))),
+        "engine": report.engine,
+        "mutants": dg.MetadataValue.json(report.mutant_counts()),
+    }
 
 
 def _retention_check(dialect: str, replay_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:

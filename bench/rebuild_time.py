@@ -30,6 +30,7 @@ import dagster as dg
 import psutil
 
 from pipelines.cli import build, execute, report
+from pipelines.stages import stage_spans
 from plbench.config import BuildConfig
 
 
@@ -76,7 +77,8 @@ def tree_sample(server_dir: str) -> tuple[int, int, float]:
 
 
 def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[float, float]]:
-    return {s.step_key: (s.start_time, s.end_time) for s in instance.get_run_step_stats(run_id) if s.end_time}
+    """Each stage's span, a task-sharded stage's steps together."""
+    return stage_spans(instance.get_run_step_stats(run_id))
 
 
 def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler) -> float:

@@ -23,6 +23,7 @@ from pipelines.stages import (
     STAGES,
     rerun_job,
     stage_assets,
+    step_stage,
 )
 from plbench.config import DIALECT_NAMES, SUBSETS, BuildConfig, NotConfigured
 from plbench.paths import project_root
@@ -137,7 +138,7 @@ def failure_messages(result) -> list[tuple[str, str]]:
     from pipelines.progress import project_message
 
     return [
-        (event.step_key, project_message(event.step_failure_data.error)[0])
+        (step_stage(event.step_key), project_message(event.step_failure_data.error)[0])
         for event in result.all_events
         if event.is_step_failure
     ]
@@ -154,7 +155,7 @@ def outcome(result) -> dict:
     for event in result.all_events:
         if event.is_step_failure:
             message, hint = project_message(event.step_failure_data.error)
-            out["failed"].append({"stage": event.step_key, "message": message, "hint": hint})
+            out["failed"].append({"stage": step_stage(event.step_key), "message": message, "hint": hint})
     for check in result.get_asset_check_evaluations():
         if not check.passed:
             details = json.dumps({k: v.value for k, v in check.metadata.items()}, default=str)[:500]

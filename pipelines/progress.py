@@ -24,6 +24,7 @@ from typing import TextIO
 
 import dagster as dg
 
+from pipelines.stages import is_shard_step, step_stage
 from plbench.progress import reporting
 
 # (texts any of which, found in the error chain, call for the hint; the hint). First match wins.
@@ -128,56 +129,73 @@ def progress_bar(done: int, total: int, unit: str) -> str:
 
 
 class Progress:
-    """Turns a run's events into stage lines on `stream`."""
+    """Turns a run's events into stage lines on `stream`: one per asset, whose steps (a task-sharded asset has
+    several: assets/sharded.py) count as one stage, ended by the step that materializes it."""
 
     def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
         self.stream, self.tty, self.partitions = stream, tty, partitions
         self.started: dict[str, float] = {}
         self.metadata: dict[str, dict] = {}
         self.done_partitions: dict[str, int] = {}
+        self.shards: dict[str, tuple[int, int]] = {}  # stage -> (shards done, shards)
+        self.materialized: set[str] = set()  # steps
         self.checks: dict[str, list[str]] = {}
 
     def on_event(self, event) -> None:
         kind, step = event.event_type_value, event.step_key
-        if kind == "STEP_START":
-            self.started[step] = time.monotonic()
-            self._pending(step, "…")
+        stage = step_stage(step)
+        if kind == "STEP_START" and stage not in self.started:
+            self.started[stage] = time.monotonic()
+            self._pending(stage, "…")
         elif kind == "ASSET_MATERIALIZATION":
             materialization = event.event_specific_data.materialization
-            self.metadata[step] = {k: v.value for k, v in materialization.metadata.items()}
+            self.materialized.add(step)
+            self.metadata[stage] = {k: v.value for k, v in materialization.metadata.items()}
             if materialization.partition:
-                self.done_partitions[step] = self.done_partitions.get(step, 0) + 1
-                self._pending(step, progress_bar(self.done_partitions[step], self.partitions, "databases"))
+                self.done_partitions[stage] = self.done_partitions.get(stage, 0) + 1
+                self._pending(stage, progress_bar(self.done_partitions[stage], self.partitions, "databases"))
         elif kind == "ASSET_CHECK_EVALUATION":
             check = event.event_specific_data
-            self.checks.setdefault(step, []).append(f"{check.check_name} {'passed' if check.passed else 'FAILED'}")
-        elif kind == "STEP_SUCCESS":
-            self._end(step, "✓", self._summary(step))
+            self.checks.setdefault(stage, []).append(f"{check.check_name} {'passed' if check.passed else 'FAILED'}")
+        elif kind == "STEP_SUCCESS" and is_shard_step(step) and stage in self.started:
+            done, total = self.shards.get(stage, (0, 0))
+            self.shards[stage] = (done + 1, total)
+            self._pending(stage, progress_bar(done + 1, total, "shards"))
+        elif kind == "STEP_SUCCESS" and (step == stage or step in self.materialized):
+            self._end(stage, "✓", self._summary(stage))
         elif kind == "STEP_FAILURE":
             message, _ = project_message(event.event_specific_data.error)
-            self._end(step, "✗", f"failed: {message}"[:300])
+            self._end(stage, "✗", f"failed: {message}"[:300])
 
     def on_message(self, step: str, message: str) -> None:
-        """A stage's own progress, while no partitions count it."""
-        found = PROGRESS.fullmatch(message)
-        if found and step in self.started and step not in self.done_partitions:
-            self._pending(step, progress_bar(int(found[1]), int(found[2]), found[3]))
+        """A stage's own progress, while no partitions count it: the shards a sharded stage splits into, and
+        the units of its one shard's step when there is only one."""
+        found, stage = PROGRESS.fullmatch(message), step_stage(step)
+        if not found or stage not in self.started or stage in self.done_partitions:
+            return
+        done, total, unit = int(found[1]), int(found[2]), found[3]
+        if unit == "shards":
+            self.shards[stage] = (done, total)
+        elif is_shard_step(step) and self.shards.get(stage, (0, 1))[1] != 1:
+            return  # several shards at once: their bar counts shards
+        self._pending(stage, progress_bar(done, total, unit))
 
-    def _summary(self, step: str) -> str:
-        parts = [f"{self.done_partitions[step]} databases"] if step in self.done_partitions else []
-        parts += [figures(self.metadata.get(step, {}))] + self.checks.get(step, [])
+    def _summary(self, stage: str) -> str:
+        parts = [f"{self.done_partitions[stage]} databases"] if stage in self.done_partitions else []
+        parts += [f"{self.shards[stage][1]} shards"] if self.shards.get(stage, (0, 1))[1] > 1 else []
+        parts += [figures(self.metadata.get(stage, {}))] + self.checks.get(stage, [])
         return ", ".join(p for p in parts if p)
 
-    def _pending(self, step: str, what: str) -> None:
+    def _pending(self, stage: str, what: str) -> None:
         if self.tty:
-            self.stream.write(f"\r\033[K  {step} {what}")
+            self.stream.write(f"\r\033[K  {stage} {what}")
             self.stream.flush()
         elif what == "…":
-            self._line(f"  {step} started")
+            self._line(f"  {stage} started")
 
-    def _end(self, step: str, mark: str, text: str) -> None:
-        elapsed = time.monotonic() - self.started.pop(step, time.monotonic())
-        self._line(f"{mark} {step}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
+    def _end(self, stage: str, mark: str, text: str) -> None:
+        elapsed = time.monotonic() - self.started.pop(stage, time.monotonic())
+        self._line(f"{mark} {stage}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
 
     def _line(self, text: str, rewrite: bool = False) -> None:
         self.stream.write(("\r\033[K" if rewrite else "") + text + "\n")

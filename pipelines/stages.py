@@ -61,3 +61,27 @@ def stage_assets(stage: str, dialects=DIALECT_NAMES, with_release: bool = False,
     """The stage's asset names for these dialects (then the release's, when asked), each once, in order."""
     names = [name.format(dialect=d) for name in table[stage] for d in dialects]
     return list(dict.fromkeys(names + (RELEASE_ASSETS if with_release else [])))
+
+
+def step_stage(step_key: str) -> str:
+    """The asset a step materializes or works for: the steps of a task-sharded asset (assets/sharded.py),
+    `mbpp_test_cases.mbpp_test_cases_shard[shard_3]` and `mbpp_test_cases.mbpp_test_cases_merge`, are
+    `mbpp_test_cases`'s; any other step is its asset's own."""
+    return step_key.split(".", 1)[0]
+
+
+def is_shard_step(step_key: str) -> bool:
+    """One shard's step of a task-sharded asset (a mapped step: `...[shard_3]`)."""
+    return step_key.endswith("]")
+
+
+def stage_spans(steps) -> dict[str, tuple[float, float]]:
+    """Each asset's (start, end) over its finished steps (Dagster's step stats): from its first step's
+    start to its last one's end."""
+    spans: dict[str, tuple[float, float]] = {}
+    for step in steps:
+        if step.start_time and step.end_time:
+            stage = step_stage(step.step_key)
+            start, end = spans.get(stage, (step.start_time, step.end_time))
+            spans[stage] = (min(start, step.start_time), max(end, step.end_time))
+    return spans

@@ -10,6 +10,8 @@ Dagster's: one partition gives its value, several a dict keyed by partition key.
 from __future__ import annotations
 
 import ctypes
+import shutil
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -54,3 +56,14 @@ class StageStorage(dg.ConfigurableIOManagerFactory):
 
     def create_io_manager(self, context: dg.InitResourceContext) -> _PartitionedPickles:
         return _PartitionedPickles(base_dir=self.base_dir)
+
+
+def drop_step_outputs(base_dir: Path, run_id: str, asset: str) -> None:
+    """Delete what a task-sharded asset's steps stored in this run (Dagster keeps an op's outputs under
+    `<base_dir>/<run_id>/<step>/`), once its merge holds them all: tens of MB a build that nothing reads again,
+    since a rerun reads the asset's own stored value. A failed run keeps them, for a re-execution from failure."""
+    run_dir = base_dir / run_id
+    for step_dir in run_dir.glob(f"{asset}.*"):
+        shutil.rmtree(step_dir)
+    if run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()

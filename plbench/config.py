@@ -40,6 +40,7 @@ PATH_SETTINGS = (
 PROCEDURE_DATABASES = 0  # the default of BuildConfig.procedure_databases (see there)
 PROCEDURE_ILE_DATABASES = 60  # the default of BuildConfig.procedure_ile_databases (see there)
 PROCEDURE_WORKERS = 2  # the default of BuildConfig.procedure_workers (see there)
+SCALED_TASK_SHARDS = 8  # task shards on an executor that runs steps in other processes (see task_shards)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,11 @@ class BuildConfig:
     # (one Kubernetes job per step; the cluster settings go in the run config). Never part of a release.
     executor: str = "in_process"
     celery_broker: str | None = None
+    # Task shards of MBPP's test-case extraction and of replay (PLBENCH_TASK_SHARDS): each shard is a step of its
+    # own, which the workers of a multiprocess, celery or Kubernetes executor run side by side. 0, the default:
+    # one shard in process (one step does it all; shards there would only add idle tails to the sandbox pool),
+    # SCALED_TASK_SHARDS on the other executors. Never part of a release: the shards merge back in task order.
+    task_shards: int = 0
     # Procedures (subset procedures): how many Spider 1.0 databases take part, spread over the name order
     # (PLBENCH_PROCEDURE_DATABASES; 0, the default: every one). Seeds, suites, mutants and scenarios of all 163
     # take 8.7 min with 2 workers on this quiet 2-core machine (bench/procedures_sample.py --every 1 --workers 2:
@@ -139,6 +145,7 @@ class BuildConfig:
             "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
             "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
+            "task_shards": int(env.get("PLBENCH_TASK_SHARDS") or 0),
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),
             "procedure_workers": int(env.get("PLBENCH_PROCEDURE_WORKERS") or PROCEDURE_WORKERS),
             "procedure_ile_rounds": int(env.get("PLBENCH_PROCEDURE_ILE_ROUNDS") or 3),
@@ -161,6 +168,13 @@ class BuildConfig:
 
     def with_(self, **changes) -> BuildConfig:
         return replace(self, **changes)
+
+    @property
+    def shard_count(self) -> int:
+        """How many task shards the sharded stages split into (`task_shards`, 0 chosen by the executor)."""
+        if self.task_shards < 0:
+            raise ValueError(f"task_shards must be 0 (by executor) or a positive count, not {self.task_shards}")
+        return self.task_shards or (1 if self.executor == "in_process" else SCALED_TASK_SHARDS)
 
     @property
     def storage_dir(self) -> Path:

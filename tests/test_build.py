@@ -13,6 +13,7 @@ import pytest
 from pipelines.cli import build, execute, failure_messages
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
+from pipelines.stages import step_stage
 from plbench.release_report import PNG_SIGNATURE
 from tests.fixtures import MBPP, SPIDER_DEV
 
@@ -145,7 +146,9 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     run = result.dagster_run
     assert run.job_name == "rerun_replay"  # the run list says what the run did
     assert (run.tags["plbench/stage"], run.tags["plbench/version"]) == ("replay", "t2")
-    ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
+    steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
+    assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in steps  # in process: one shard
+    ran = {step_stage(step) for step in steps}
     assert ran == {
         "replay_validation_postgres",
         "replay_validation_postgres_retention_floor",
@@ -155,6 +158,8 @@ def test_replay_alone_reruns_from_stored_upstream_values(setup):
     }
     assert "normalized_databases_postgres" not in ran
     assert "roundtrip_postgres" not in ran  # read back from storage, not recomputed
+    # the shards' step outputs are gone once merged: only the assets' own values stay stored
+    assert not {p.name for p in config.storage_dir.iterdir()} & {r.run_id for r in instance.get_runs()}
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 9
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from pipelines.cli import execute, report
+from pipelines.stages import is_shard_step, step_stage
 from plbench.release_report import RUN_MEASURED
 from tests.conftest import REPO, fixture_config
 from tests.helpers import stop
@@ -81,6 +82,7 @@ def test_a_celery_build_on_two_workers_gives_the_in_process_release_byte_for_byt
         validation_dir=fresh["validation"],
         executor="celery",
         celery_broker=redis_url,
+        task_shards=3,  # the sharded stages' shards are steps the workers split (fewer than the 8 by default)
     )
     folder = tmp_path_factory.mktemp("celery")
     settings = folder / "settings.json"
@@ -116,6 +118,14 @@ def test_a_celery_build_on_two_workers_gives_the_in_process_release_byte_for_byt
     assert all(n > 0 for n in received) and sum(received) == len(
         {e.step_key for e in result.all_events if e.is_step_success}
     ), received
+    # MBPP's test cases and replay ran as 3 shards each, steps which both workers took
+    shard_steps = [e for e in result.all_events if e.is_step_start and is_shard_step(e.step_key)]
+    assert {step_stage(e.step_key) for e in shard_steps} == {
+        "mbpp_test_cases",
+        "replay_validation_oracle",
+        "replay_validation_postgres",
+    }
+    assert len(shard_steps) == 9 and len({e.pid for e in shard_steps}) == WORKERS
     # validation reports hold no timings: each stage's report is the same for the same inputs
     assert _release_files(celery.validation_dir / "t1") == _release_files(config.validation_dir / "t1")
     in_process, on_workers = _release_files(config.out_dir / "t1"), _release_files(celery.out_dir / "t1")

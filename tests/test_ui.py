@@ -257,8 +257,11 @@ def test_materializing_replay_from_its_page_reruns_it_alone_on_stored_upstream_v
         time.sleep(2)
     assert run["status"] == "SUCCESS", run
     assert run["pipelineName"] == "Stage_replay"  # the run list says what it did, not __ASSET_JOB
+    shard_step = "replay_validation_postgres.replay_validation_postgres_{}"  # a task-sharded asset's steps
     assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == {
-        "replay_validation_postgres": "SUCCESS",
+        shard_step.format("shards"): "SUCCESS",
+        shard_step.format("shard[shard_0]"): "SUCCESS",  # in process: one shard
+        shard_step.format("merge"): "SUCCESS",
         "replay_validation_postgres_retention_floor": "SUCCESS",
     }
     assert _latest_run(ui, "replay_validation_postgres") == run_id

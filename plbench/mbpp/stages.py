@@ -25,6 +25,7 @@ from plbench.mbpp.typing_stage import type_task
 from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
 from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
+from plbench.shards import Shard, in_order, interleave, split
 from plbench.taskrow import by_dialect, type_rows
 from plbench.validation.replay import ReplayResult, validate_task
 from plbench.validation.roundtrip import RoundTrip, roundtrip_task
@@ -97,6 +98,31 @@ def extract_test_cases(ingested: list[Ingested], config: BuildConfig) -> StageOu
             out.rejections.append(_task_rejection(plan.problem, "test_extraction", exc))
     out.seconds = time.perf_counter() - start
     return out
+
+
+def extraction_shards(ingested: list[Ingested], shards: int) -> list[Shard[list[Ingested]]]:
+    """The problems of every subset, split into `shards` parts for `extract_test_cases` (plbench.shards)."""
+    problems = [p for subset in ingested for p in subset.problems]
+    parts = split(list(range(len(problems))), shards)
+    subsets = {subset.subset: subset for subset in ingested}
+    return [
+        Shard(
+            i, len(parts), [replace(s, problems=[p for p in mine if p.subset == name]) for name, s in subsets.items()]
+        )
+        for i, mine in enumerate([problems[k] for k in part] for part in parts)
+    ]
+
+
+def merge_test_cases(ingested: list[Ingested], shards: list[Shard[StageOutput]]) -> StageOutput:
+    """The shards' `extract_test_cases` outputs as one, tasks and rejections in the problems' order (within a
+    problem, as its shard gave them), so any number of shards gives the same value."""
+    position = {(p.subset, p.source_id): n for n, p in enumerate(p for subset in ingested for p in subset.problems)}
+    parts = in_order(shards)
+    return StageOutput(
+        sorted((t for part in parts for t in part.items), key=lambda t: position[(t.subset, t.source_id)]),
+        sorted((r for part in parts for r in part.rejections), key=lambda r: position[(r.subset, r.source_id)]),
+        sum(part.seconds for part in parts),
+    )
 
 
 def infer_signatures(extracted: StageOutput, ingested: list[Ingested]) -> StageOutput:
@@ -289,6 +315,23 @@ def replay_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: in
         return ReplayReport(engine.dialect, ran=False, reason=engine.reason)
     version, results = run_on_engine(engine, tasks, validate_task, workers)
     return ReplayReport(engine.dialect, True, engine=version, results=results, seconds=time.perf_counter() - start)
+
+
+def replay_shards(tasks: StageOutput, dialect: str, shards: int) -> list[Shard[StageOutput]]:
+    """The dialect's artifacts split into `shards` parts for `replay_stage` (plbench.shards)."""
+    parts = split(by_dialect(tasks.items)[dialect], shards)
+    return [Shard(i, len(parts), StageOutput(part)) for i, part in enumerate(parts)]
+
+
+def merge_replay(shards: list[Shard[ReplayReport]]) -> ReplayReport:
+    """The shards' replay reports as one, results in task order: what one `replay_stage` over all gives."""
+    parts = in_order(shards)
+    first = parts[0]
+    if any(
+        (p.dialect, p.ran, p.reason, p.engine) != (first.dialect, first.ran, first.reason, first.engine) for p in parts
+    ):
+        raise ValueError(f"replay shards of {first.dialect} ran on different engines: {[p.engine for p in parts]}")
+    return replace(first, results=interleave([p.results for p in parts]), seconds=sum(p.seconds for p in parts))
 
 
 @dataclass
