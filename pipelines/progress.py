@@ -135,6 +135,8 @@ class Progress:
     def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
         self.stream, self.tty, self.partitions = stream, tty, partitions
         self.started: dict[str, float] = {}
+        self.step_started: dict[str, float] = {}
+        self.busy: dict[str, float] = {}  # stage -> seconds its finished steps took
         self.metadata: dict[str, dict] = {}
         self.done_partitions: dict[str, int] = {}
         self.shards: dict[str, tuple[int, int]] = {}  # stage -> (shards done, shards)
@@ -144,6 +146,11 @@ class Progress:
     def on_event(self, event) -> None:
         kind, step = event.event_type_value, event.step_key
         stage = step_stage(step)
+        if kind == "STEP_START":
+            self.step_started[step] = time.monotonic()
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            began = self.step_started.pop(step, time.monotonic())
+            self.busy[stage] = self.busy.get(stage, 0.0) + time.monotonic() - began
         if kind == "STEP_START" and stage not in self.started:
             self.started[stage] = time.monotonic()
             self._pending(stage, "…")
@@ -194,7 +201,10 @@ class Progress:
             self._line(f"  {stage} started")
 
     def _end(self, stage: str, mark: str, text: str) -> None:
-        elapsed = time.monotonic() - self.started.pop(stage, time.monotonic())
+        """The stage's line, with the seconds its steps took (in one process, two sharded stages' steps
+        interleave: the time since its first step began would count the other's)."""
+        self.started.pop(stage, None)
+        elapsed = self.busy.pop(stage, 0.0)
         self._line(f"{mark} {stage}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
 
     def _line(self, text: str, rewrite: bool = False) -> None:

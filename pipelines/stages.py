@@ -80,8 +80,20 @@ def stage_spans(steps) -> dict[str, tuple[float, float]]:
     start to its last one's end."""
     spans: dict[str, tuple[float, float]] = {}
     for step in steps:
-        if step.start_time and step.end_time:
+        if step.start_time is not None and step.end_time is not None:
             stage = step_stage(step.step_key)
             start, end = spans.get(stage, (step.start_time, step.end_time))
             spans[stage] = (min(start, step.start_time), max(end, step.end_time))
     return spans
+
+
+def stage_seconds(steps) -> dict[str, float]:
+    """Each asset's seconds: the sum of its finished steps' (Dagster's step stats). Not the span from its first
+    step to its last: in one process the steps of two sharded assets interleave, and the span of the one
+    would count the other's work."""
+    seconds: dict[str, float] = {}
+    for step in steps:
+        if step.start_time is not None and step.end_time is not None:
+            stage = step_stage(step.step_key)
+            seconds[stage] = seconds.get(stage, 0.0) + step.end_time - step.start_time
+    return seconds

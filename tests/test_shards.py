@@ -147,3 +147,22 @@ def test_a_sharded_stage_is_one_stage_line_counting_its_shards():
         assert f"\r\033[K  squares [{'#' * (8 * done)}{'-' * (24 - 8 * done)}] {done}/3 shards" in lines
     assert re.search(r"\r\033\[K✓ squares: 3 shards, 5 in, 5 out, [0-9.]+ s\n$", lines)
     assert "squares." not in lines  # no step of it gets a line of its own
+
+
+def test_a_stages_seconds_add_its_steps_even_when_another_stages_steps_ran_between():
+    from types import SimpleNamespace
+
+    from pipelines.stages import stage_seconds
+
+    steps = [
+        SimpleNamespace(step_key=key, start_time=start, end_time=end)
+        for key, start, end in [
+            ("replay_validation_oracle.replay_validation_oracle_shards", 0.0, 1.0),
+            ("replay_validation_postgres.replay_validation_postgres_shards", 1.0, 2.0),
+            ("replay_validation_postgres.replay_validation_postgres_shard[shard_0]", 2.0, 40.0),
+            ("replay_validation_oracle.replay_validation_oracle_shard[shard_0]", 40.0, 40.5),
+            ("replay_validation_oracle.replay_validation_oracle_merge", 40.5, 41.0),
+            ("release", 41.0, None),  # not finished: not counted
+        ]
+    ]
+    assert stage_seconds(steps) == {"replay_validation_oracle": 2.0, "replay_validation_postgres": 39.0}
