@@ -78,9 +78,7 @@ def _extraction_shards(
     mbpp_raw: Ingested | None,
     mbpp_plus_raw: Ingested | None,
 ):
-    shards = extraction_shards(selected(mbpp_raw, mbpp_plus_raw), build.shard_count)
-    context.log.debug(f"progress 0/{len(shards)} shards")
-    yield from shard_outputs(shards)
+    yield from shard_outputs(context, extraction_shards(selected(mbpp_raw, mbpp_plus_raw), build.shard_count))
 
 
 @dg.op(name="mbpp_test_cases_shard")

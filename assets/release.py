@@ -16,7 +16,7 @@ import dagster as dg
 
 from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
-from pipelines.stages import stage_seconds as step_seconds
+from pipelines.stages import seconds_by_stage
 from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
 from plbench.quality import check_release, failed_suites
@@ -122,7 +122,7 @@ def stage_seconds(context: dg.AssetExecutionContext) -> dict[str, float]:
             continue
         run_id = records[0].run_id
         if run_id not in runs:
-            runs[run_id] = step_seconds(instance.get_run_step_stats(run_id))
+            runs[run_id] = seconds_by_stage(instance.get_run_step_stats(run_id))
         if key.to_python_identifier() in runs[run_id]:
             seconds[key.to_user_string()] = runs[run_id][key.to_python_identifier()]
     return seconds

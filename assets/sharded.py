@@ -18,6 +18,8 @@ import dagster as dg
 from plbench.shards import Shard
 
 
-def shard_outputs(shards: list[Shard]) -> Iterator[dg.DynamicOutput]:
+def shard_outputs(context: dg.OpExecutionContext, shards: list[Shard], output: str = "result") -> Iterator:
+    """The shards as the dynamic output `output`, after logging how many for the stage line's bar."""
+    context.log.debug(f"progress 0/{len(shards)} shards")
     for shard in shards:
-        yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.index}")
+        yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.index}", output_name=output)

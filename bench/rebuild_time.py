@@ -30,7 +30,7 @@ import dagster as dg
 import psutil
 
 from pipelines.cli import build, execute, report
-from pipelines.stages import stage_spans
+from pipelines.stages import seconds_by_stage, stage_intervals
 from plbench.config import BuildConfig
 
 
@@ -76,11 +76,6 @@ def tree_sample(server_dir: str) -> tuple[int, int, float]:
     return sizes.get(me.pid, 0), sum(sizes.values()), cpu
 
 
-def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[float, float]]:
-    """Each stage's span, a task-sharded stage's steps together."""
-    return stage_spans(instance.get_run_step_stats(run_id))
-
-
 def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler) -> float:
     start = time.perf_counter()
     result = run()
@@ -89,11 +84,14 @@ def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler)
         raise SystemExit(f"{label} failed")
     print(f"\n{label}: {wall:.1f} s wall")
     if result is not None:
-        steps = step_times(instance, result.run_id)
-        for step, (begin, end) in sorted(steps.items(), key=lambda kv: kv[1][0] - kv[1][1]):
-            own, tree = (b / 2**30 for b in sampler.peak_between(begin, end))
-            cpu = sampler.cpu_between(begin, end)
-            print(f"  {step:44s} {end - begin:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)")
+        # a task-sharded stage's steps together; in one process they interleave with other stages' steps
+        steps = instance.get_run_step_stats(result.run_id)
+        stages, seconds = stage_intervals(steps), seconds_by_stage(steps)
+        for stage, spans in sorted(stages.items(), key=lambda kv: -seconds[kv[0]]):
+            cpu = sum(sampler.cpu_between(begin, end) for begin, end in spans)
+            peaks = [sampler.peak_between(begin, end) for begin, end in spans]
+            own, tree = max(own for own, _ in peaks) / 2**30, max(tree for _, tree in peaks) / 2**30
+            print(f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)")
     return wall
 
 

@@ -134,7 +134,7 @@ class Progress:
 
     def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
         self.stream, self.tty, self.partitions = stream, tty, partitions
-        self.started: dict[str, float] = {}
+        self.started: set[str] = set()  # stages with a line pending
         self.step_started: dict[str, float] = {}
         self.busy: dict[str, float] = {}  # stage -> seconds its finished steps took
         self.metadata: dict[str, dict] = {}
@@ -146,14 +146,14 @@ class Progress:
     def on_event(self, event) -> None:
         kind, step = event.event_type_value, event.step_key
         stage = step_stage(step)
+        now = time.monotonic()
+        if kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            self.busy[stage] = self.busy.get(stage, 0.0) + now - self.step_started.pop(step, now)
         if kind == "STEP_START":
-            self.step_started[step] = time.monotonic()
-        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
-            began = self.step_started.pop(step, time.monotonic())
-            self.busy[stage] = self.busy.get(stage, 0.0) + time.monotonic() - began
-        if kind == "STEP_START" and stage not in self.started:
-            self.started[stage] = time.monotonic()
-            self._pending(stage, "…")
+            self.step_started[step] = now
+            if stage not in self.started:
+                self.started.add(stage)
+                self._pending(stage, "…")
         elif kind == "ASSET_MATERIALIZATION":
             materialization = event.event_specific_data.materialization
             self.materialized.add(step)
@@ -203,7 +203,7 @@ class Progress:
     def _end(self, stage: str, mark: str, text: str) -> None:
         """The stage's line, with the seconds its steps took (in one process, two sharded stages' steps
         interleave: the time since its first step began would count the other's)."""
-        self.started.pop(stage, None)
+        self.started.discard(stage)
         elapsed = self.busy.pop(stage, 0.0)
         self._line(f"{mark} {stage}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
 

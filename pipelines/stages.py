@@ -75,25 +75,16 @@ def is_shard_step(step_key: str) -> bool:
     return step_key.endswith("]")
 
 
-def stage_spans(steps) -> dict[str, tuple[float, float]]:
-    """Each asset's (start, end) over its finished steps (Dagster's step stats): from its first step's
-    start to its last one's end."""
-    spans: dict[str, tuple[float, float]] = {}
+def stage_intervals(steps) -> dict[str, list[tuple[float, float]]]:
+    """Each asset's finished steps (Dagster's step stats) as (start, end), a task-sharded asset's together."""
+    intervals: dict[str, list[tuple[float, float]]] = {}
     for step in steps:
         if step.start_time is not None and step.end_time is not None:
-            stage = step_stage(step.step_key)
-            start, end = spans.get(stage, (step.start_time, step.end_time))
-            spans[stage] = (min(start, step.start_time), max(end, step.end_time))
-    return spans
+            intervals.setdefault(step_stage(step.step_key), []).append((step.start_time, step.end_time))
+    return intervals
 
 
-def stage_seconds(steps) -> dict[str, float]:
-    """Each asset's seconds: the sum of its finished steps' (Dagster's step stats). Not the span from its first
-    step to its last: in one process the steps of two sharded assets interleave, and the span of the one
-    would count the other's work."""
-    seconds: dict[str, float] = {}
-    for step in steps:
-        if step.start_time is not None and step.end_time is not None:
-            stage = step_stage(step.step_key)
-            seconds[stage] = seconds.get(stage, 0.0) + step.end_time - step.start_time
-    return seconds
+def seconds_by_stage(steps) -> dict[str, float]:
+    """Each asset's seconds: the sum of its finished steps'. Not the span from its first step to its last: in
+    one process the steps of two sharded assets interleave, and the span of the one would count the other's."""
+    return {stage: sum(end - start for start, end in spans) for stage, spans in stage_intervals(steps).items()}

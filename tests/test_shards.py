@@ -120,9 +120,7 @@ def test_a_sharded_stage_is_one_stage_line_counting_its_shards():
 
     @dg.op(out=dg.DynamicOut(Shard))
     def squares_shards(context: dg.OpExecutionContext):
-        shards = [Shard(i, 3, part) for i, part in enumerate(split([1, 2, 3, 4, 5], 3))]
-        context.log.debug(f"progress 0/{len(shards)} shards")
-        yield from shard_outputs(shards)
+        yield from shard_outputs(context, [Shard(i, 3, part) for i, part in enumerate(split([1, 2, 3, 4, 5], 3))])
 
     @dg.op
     def squares_shard(shard: Shard) -> Shard:
@@ -152,7 +150,7 @@ def test_a_sharded_stage_is_one_stage_line_counting_its_shards():
 def test_a_stages_seconds_add_its_steps_even_when_another_stages_steps_ran_between():
     from types import SimpleNamespace
 
-    from pipelines.stages import stage_seconds
+    from pipelines.stages import seconds_by_stage
 
     steps = [
         SimpleNamespace(step_key=key, start_time=start, end_time=end)
@@ -165,4 +163,4 @@ def test_a_stages_seconds_add_its_steps_even_when_another_stages_steps_ran_betwe
             ("release", 41.0, None),  # not finished: not counted
         ]
     ]
-    assert stage_seconds(steps) == {"replay_validation_oracle": 2.0, "replay_validation_postgres": 39.0}
+    assert seconds_by_stage(steps) == {"replay_validation_oracle": 2.0, "replay_validation_postgres": 39.0}

@@ -102,14 +102,10 @@ def extract_test_cases(ingested: list[Ingested], config: BuildConfig) -> StageOu
 
 def extraction_shards(ingested: list[Ingested], shards: int) -> list[Shard[list[Ingested]]]:
     """The problems of every subset, split into `shards` parts for `extract_test_cases` (plbench.shards)."""
-    problems = [p for subset in ingested for p in subset.problems]
-    parts = split(list(range(len(problems))), shards)
-    subsets = {subset.subset: subset for subset in ingested}
+    parts = split([p for subset in ingested for p in subset.problems], shards)
     return [
-        Shard(
-            i, len(parts), [replace(s, problems=[p for p in mine if p.subset == name]) for name, s in subsets.items()]
-        )
-        for i, mine in enumerate([problems[k] for k in part] for part in parts)
+        Shard(i, len(parts), [replace(s, problems=[p for p in part if p.subset == s.subset]) for s in ingested])
+        for i, part in enumerate(parts)
     ]
 
 
