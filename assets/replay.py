@@ -9,6 +9,7 @@ the workers of a multiprocess, celery or Kubernetes executor run side by side.
 """
 
 from collections import Counter
+from dataclasses import replace
 
 import dagster as dg
 
@@ -17,17 +18,16 @@ from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
 from pipelines.storage import drop_step_outputs
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.dialects import of_dialect
 from plbench.mbpp.stages import (
     ReplayReport,
     RoundTripReport,
     StageOutput,
     merge_replay,
-    replay_shards,
+    replay_part,
     replay_stage,
     roundtrip_stage,
 )
-from plbench.shards import Shard
+from plbench.shards import Shard, indexes
 
 GROUP = "validation"
 
@@ -35,29 +35,27 @@ GROUP = "validation"
 def _replay_asset(dialect: str):
     name = f"replay_validation_{dialect}"
 
-    # The count of tasks goes to the merge beside the shards: the merge need not load mbpp_tasks again for it
-    # (the mirror's: 54 MB, 0.56-0.75 s to unpickle).
-    @dg.op(name=f"{name}_shards", out={"shards": dg.DynamicOut(Shard), "count_in": dg.Out(int)})
-    def shards(context: dg.OpExecutionContext, build: dg.ResourceParam[BuildConfig], mbpp_tasks: StageOutput):
-        yield dg.Output(len(of_dialect(mbpp_tasks.items, dialect)), "count_in")
-        yield from shard_outputs(context, replay_shards(mbpp_tasks, dialect, build.shard_count), "shards")
+    # The shards name their part only, and each shard's step reads mbpp_tasks itself: in process (one shard) a
+    # stored copy of the part would be 28-30 MB written and read back for nothing.
+    @dg.op(name=f"{name}_shards", out=dg.DynamicOut(Shard))
+    def shards(context: dg.OpExecutionContext, build: dg.ResourceParam[BuildConfig]):
+        yield from shard_outputs(context, indexes(build.shard_count))
 
     @dg.op(name=f"{name}_shard")
-    def replay_shard(build: dg.ResourceParam[BuildConfig], engines: EnginesResource, shard: Shard) -> Shard:
+    def replay_shard(
+        build: dg.ResourceParam[BuildConfig], engines: EnginesResource, shard: Shard, mbpp_tasks: StageOutput
+    ) -> Shard:
         with engines.open(dialect) as engine:
-            return Shard(shard.index, shard.count, replay_stage(shard.part, engine, build.workers))
+            return replace(shard, part=replay_stage(replay_part(mbpp_tasks, dialect, shard), engine, build.workers))
 
     @dg.op(name=f"{name}_merge")
     @content_versioned
     def merge(
-        context: dg.OpExecutionContext,
-        build: dg.ResourceParam[BuildConfig],
-        count_in: int,
-        shards: list[Shard],
+        context: dg.OpExecutionContext, build: dg.ResourceParam[BuildConfig], shards: list[Shard]
     ) -> ReplayReport:
         report = merge_replay(shards)
         drop_step_outputs(build.storage_dir, context.run_id, name)
-        context.add_output_metadata(_replay_metadata(report, count_in, len(shards)))
+        context.add_output_metadata(_replay_metadata(report, len(shards)))
         return report
 
     @dg.graph_asset(
@@ -68,16 +66,15 @@ def _replay_asset(dialect: str):
         "(in task shards, each a step: PLBENCH_TASK_SHARDS).",
     )
     def replay(mbpp_tasks: StageOutput) -> ReplayReport:
-        parts, count_in = shards(mbpp_tasks)
-        return merge(count_in, parts.map(replay_shard).collect())
+        return merge(shards().map(lambda shard: replay_shard(shard, mbpp_tasks)).collect())
 
     return replay
 
 
-def _replay_metadata(report: ReplayReport, count_in: int, shards: int) -> dict:
-    meta = {"ran": report.ran, "count_in": count_in, "seconds": round(report.seconds, 2), "shards": shards}
+def _replay_metadata(report: ReplayReport, shards: int) -> dict:
+    meta = {"ran": report.ran, "count_in": report.tasks, "seconds": round(report.seconds, 2), "shards": shards}
     if not report.ran:  # not run: every task goes on unvalidated, recorded as not_run
-        return meta | {"count_out": count_in, "reason": report.reason}
+        return meta | {"count_out": report.tasks, "reason": report.reason}
     statuses = Counter(r.status for r in report.results)
     return meta | {
         "count_out": statuses["passed"],

@@ -1,6 +1,7 @@
 """Task-sharded stages as graph-backed assets: `<asset>_shards` splits the tasks (plbench.shards), one
 `<asset>_shard` step per shard does the stage's work, `<asset>_merge` puts the parts back together and is
-what materializes the asset.
+what materializes the asset. A shard holds its part (the test cases' problems, a few MB) or names it only
+(replay's: each shard step reads `mbpp_tasks` itself, rather than a stored copy of its part of 28-30 MB).
 
 Dynamic mapping rather than partitions: every shard is a step of the same run, so `plbench build` stays one
 run while a multiprocess, celery or Kubernetes executor runs the shards on its workers side by side; and a

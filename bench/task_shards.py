@@ -29,10 +29,10 @@ from plbench.mbpp.stages import (
     ingest,
     merge_replay,
     merge_test_cases,
-    replay_shards,
+    replay_part,
     replay_stage,
 )
-from plbench.shards import Shard
+from plbench.shards import Shard, indexes
 
 
 def _cpu() -> float:
@@ -89,8 +89,8 @@ def main() -> None:
         compare(
             "replay (postgres)",
             lambda: replay_stage(tasks, engine, config.workers),
-            replay_shards(tasks, "postgres", args.shards),
-            lambda shard: replay_stage(shard.part, engine, config.workers),
+            indexes(args.shards),
+            lambda shard: replay_stage(replay_part(tasks, "postgres", shard), engine, config.workers),
             merge_replay,
         )
     finally:

@@ -24,7 +24,19 @@ class Shard(Generic[T]):
 def split(items: list[T], shards: int) -> list[list[T]]:
     """`shards` parts (fewer when there are fewer items, at least one): item k goes to part k % shards."""
     count = max(1, min(shards, len(items)))
-    return [items[i::count] for i in range(count)]
+    return [part_of(items, Shard(i, count, None)) for i in range(count)]
+
+
+def part_of(items: list[T], shard: Shard) -> list[T]:
+    """The items of shard `shard.index` of `shard.count` (round robin), for a shard that names its part only:
+    a step reading the items itself, rather than a copy of its part stored and read back."""
+    return items[shard.index :: shard.count]
+
+
+def indexes(shards: int) -> list[Shard[None]]:
+    """`shards` shards (at least one) that name their part only (`part_of`); empty parts when items are fewer."""
+    count = max(1, shards)
+    return [Shard(i, count, None) for i in range(count)]
 
 
 def in_order(shards: list[Shard]) -> list:

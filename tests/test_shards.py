@@ -4,13 +4,14 @@ exactly what one pass gives, and a sharded stage's steps shown as one stage line
 import io
 import logging
 import re
+from dataclasses import replace
 
 import dagster as dg
 import pytest
 
 from assets.sharded import shard_outputs
 from pipelines.progress import Progress, _EventHandler
-from plbench.config import SCALED_TASK_SHARDS, BuildConfig
+from plbench.config import SCALED_TASK_SHARDS, BuildConfig, NotConfigured
 from plbench.content_digest import content_digest
 from plbench.mbpp.stages import (
     build_tasks,
@@ -20,11 +21,11 @@ from plbench.mbpp.stages import (
     ingest,
     merge_replay,
     merge_test_cases,
-    replay_shards,
+    replay_part,
     replay_stage,
 )
 from plbench.sandbox import SandboxLimits
-from plbench.shards import Shard, in_order, interleave, split
+from plbench.shards import Shard, in_order, indexes, interleave, part_of, split
 from tests.fixtures import write_mirror
 
 
@@ -35,6 +36,9 @@ def test_split_deals_the_items_round_robin_and_interleave_undoes_it():
     assert split(list("abc"), 0) == [["a", "b", "c"]]
     for n in range(1, 9):
         assert interleave(split(list(range(23)), n)) == list(range(23))
+        assert interleave([part_of(list(range(5)), shard) for shard in indexes(n)]) == list(range(5))
+    assert indexes(3) == [Shard(0, 3, None), Shard(1, 3, None), Shard(2, 3, None)] and indexes(0) == [Shard(0, 1, None)]
+    assert [part_of(list("abcde"), s) for s in indexes(3)] == [["a", "d"], ["b", "e"], ["c"]]
 
 
 def test_in_order_puts_the_parts_by_index_and_refuses_a_missing_or_repeated_shard():
@@ -91,18 +95,31 @@ def test_replay_in_shards_merges_into_one_passs_report(mbpp_inputs, pg_engine):
     config, ingested = mbpp_inputs
     tasks = build_tasks(infer_signatures(extract_test_cases(ingested, config), ingested))
     whole = replay_stage(tasks, pg_engine, workers=2)
-    shards = replay_shards(tasks, "postgres", 4)
-    assert [len(s.part.items) for s in shards] == [len(p) for p in split(whole.results, 4)]
-    merged = merge_replay([Shard(s.index, s.count, replay_stage(s.part, pg_engine, 1)) for s in reversed(shards)])
+    parts = [replay_part(tasks, "postgres", shard) for shard in indexes(4)]
+    assert [len(p.items) for p in parts] == [len(p) for p in split(whole.results, 4)]
+    assert whole.tasks == len(whole.results) == sum(a.dialect == "postgres" for a in tasks.items) > 4
+    reports = [Shard(i, 4, replay_stage(part, pg_engine, 1)) for i, part in enumerate(parts)]
+    merged = merge_replay(reports[::-1])  # in whichever order the steps finished
     assert [r.task_id for r in merged.results] == [r.task_id for r in whole.results]
     assert content_digest(merged) == content_digest(whole) and merged.engine == whole.engine
     assert {r.status for r in merged.results} >= {"passed"}
 
 
+def test_more_shards_than_tasks_leave_the_last_ones_empty_and_merge_all_the_same(mbpp_inputs):
+    config, ingested = mbpp_inputs
+    tasks = build_tasks(infer_signatures(extract_test_cases(ingested, config), ingested))
+    oracle = NotConfigured("no Oracle here", "oracle")
+    whole = replay_stage(tasks, oracle, workers=1)
+    count = sum(a.dialect == "oracle" for a in tasks.items)
+    parts = [replace(s, part=replay_stage(replay_part(tasks, "oracle", s), oracle, 1)) for s in indexes(count + 3)]
+    assert [p.part.tasks for p in parts] == [1] * count + [0] * 3
+    assert merge_replay(parts) == whole and whole.tasks == count > 0 and not whole.ran
+
+
 def test_replay_shards_on_different_engines_are_refused(mbpp_inputs, pg_engine):
     config, ingested = mbpp_inputs
     tasks = build_tasks(infer_signatures(extract_test_cases(ingested, config), ingested))
-    first, second = (replay_stage(s.part, pg_engine, 1) for s in replay_shards(tasks, "postgres", 2))
+    first, second = (replay_stage(replay_part(tasks, "postgres", s), pg_engine, 1) for s in indexes(2))
     second.engine = "PostgreSQL 0.0"
     with pytest.raises(ValueError, match="ran on different engines"):
         merge_replay([Shard(0, 2, first), Shard(1, 2, second)])

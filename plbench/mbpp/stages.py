@@ -25,7 +25,7 @@ from plbench.mbpp.typing_stage import type_task
 from plbench.raw_sources import CATALOG, read_mbpp, read_mbpp_plus, resolve
 from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
-from plbench.shards import Shard, in_order, interleave, split
+from plbench.shards import Shard, in_order, interleave, part_of, split
 from plbench.taskrow import by_dialect, type_rows
 from plbench.validation.replay import ReplayResult, validate_task
 from plbench.validation.roundtrip import RoundTrip, roundtrip_task
@@ -273,6 +273,7 @@ class ReplayReport:
     engine: str = ""  # e.g. "PostgreSQL 16.2"
     results: list[ReplayResult] = field(default_factory=list)
     seconds: float = 0.0
+    tasks: int = 0  # the tasks it was given, replayed or not
 
     def counts(self, task_ids: set[str] | None = None) -> dict:
         if not self.ran:
@@ -307,16 +308,17 @@ def run_on_engine(engine: Engine, tasks: StageOutput, check, workers: int) -> tu
 def replay_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: int) -> ReplayReport:
     """Replay every task that has artifacts in the engine's dialect, on that engine."""
     start = time.perf_counter()
+    count = len(by_dialect(tasks.items)[engine.dialect])
     if isinstance(engine, NotConfigured):
-        return ReplayReport(engine.dialect, ran=False, reason=engine.reason)
+        return ReplayReport(engine.dialect, ran=False, reason=engine.reason, tasks=count)
     version, results = run_on_engine(engine, tasks, validate_task, workers)
-    return ReplayReport(engine.dialect, True, engine=version, results=results, seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return ReplayReport(engine.dialect, True, engine=version, results=results, seconds=seconds, tasks=count)
 
 
-def replay_shards(tasks: StageOutput, dialect: str, shards: int) -> list[Shard[StageOutput]]:
-    """The dialect's artifacts split into `shards` parts for `replay_stage` (plbench.shards)."""
-    parts = split(by_dialect(tasks.items)[dialect], shards)
-    return [Shard(i, len(parts), StageOutput(part)) for i, part in enumerate(parts)]
+def replay_part(tasks: StageOutput, dialect: str, shard: Shard) -> StageOutput:
+    """The shard's part of the dialect's artifacts, for `replay_stage` (plbench.shards)."""
+    return StageOutput(part_of(by_dialect(tasks.items)[dialect], shard))
 
 
 def merge_replay(shards: list[Shard[ReplayReport]]) -> ReplayReport:
@@ -327,7 +329,12 @@ def merge_replay(shards: list[Shard[ReplayReport]]) -> ReplayReport:
         (p.dialect, p.ran, p.reason, p.engine) != (first.dialect, first.ran, first.reason, first.engine) for p in parts
     ):
         raise ValueError(f"replay shards of {first.dialect} ran on different engines: {[p.engine for p in parts]}")
-    return replace(first, results=interleave([p.results for p in parts]), seconds=sum(p.seconds for p in parts))
+    return replace(
+        first,
+        results=interleave([p.results for p in parts]),
+        seconds=sum(p.seconds for p in parts),
+        tasks=sum(p.tasks for p in parts),
+    )
 
 
 @dataclass
