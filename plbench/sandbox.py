@@ -14,10 +14,13 @@ names each refused attempt (`SandboxDenied: os.system is not allowed in the sand
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import marshal
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +49,16 @@ _SETARCH = shutil.which("setarch")
 _FIXED_LAYOUT = (_SETARCH, platform.machine(), "--addr-no-randomize") if _SETARCH else ()
 _STDERR_TAIL = 2000
 _JOIN_SECONDS = 5.0
+# A child that cannot import a standard-library module this interpreter has is a broken sandbox, not a broken
+# solution: once, 43 MBPP+ references of a mirror build failed on `re`, `collections`, `heapq`, ... and their
+# tasks were lost as rejections. Such a job runs again, and fails the stage if the sandbox stays broken.
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+_ENVIRONMENT_ATTEMPTS = 2
+_log = logging.getLogger(__name__)
+
+
+class SandboxEnvironmentError(RuntimeError):
+    """The sandbox child could not use the standard library: no outcome it gave can be trusted."""
 
 
 @dataclass(frozen=True)
@@ -231,18 +244,37 @@ def _interpret(
     return SandboxResult("crashed", [], "; ".join(reasons))
 
 
+def missing_standard_module(result: SandboxResult) -> str | None:
+    """A standard-library module the child reported missing although this interpreter can import it."""
+    for detail in (result.detail, *(case.detail for case in result.cases)):
+        for name in _MISSING_MODULE.findall(detail):
+            top = name.partition(".")[0]
+            if top in sys.stdlib_module_names and importlib.util.find_spec(top) is not None:
+                return name
+    return None
+
+
 def run_reference(
     code: str, entry_point: str, cases: list[tuple], limits: SandboxLimits = SandboxLimits()
 ) -> SandboxResult:
     """Call `entry_point(*case)` from `code` for every case in a sandboxed child process.
 
-    Raises only for caller errors (cases that `plbench.values` cannot encode) or if the
-    child cannot be started at all.
+    Raises for caller errors (cases that `plbench.values` cannot encode), if the child cannot be
+    started at all, and SandboxEnvironmentError if, twice, it could not import the standard library.
     """
     payload = _payload(code, entry_point, cases, limits)
-    with tempfile.TemporaryDirectory(prefix="plbench-sandbox-", ignore_cleanup_errors=True) as workdir:
-        transcript, returncode, errors = _run_child(payload, limits, workdir)
-    return _interpret(transcript, returncode, errors, limits, len(cases))
+    for attempt in range(1, _ENVIRONMENT_ATTEMPTS + 1):
+        with tempfile.TemporaryDirectory(prefix="plbench-sandbox-", ignore_cleanup_errors=True) as workdir:
+            transcript, returncode, errors = _run_child(payload, limits, workdir)
+        result = _interpret(transcript, returncode, errors, limits, len(cases))
+        missing = missing_standard_module(result)
+        if missing is None:
+            return result
+        _log.warning("sandbox child could not import the standard library's %r (attempt %d)", missing, attempt)
+    raise SandboxEnvironmentError(
+        f"the sandbox child could not import the standard library's {missing!r}, which this interpreter has, "
+        f"in {_ENVIRONMENT_ATTEMPTS} attempts: the sandbox is broken, not the solution ({result.detail or 'per case'})"
+    )
 
 
 def run_many(

@@ -19,7 +19,14 @@ from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_p
 from plbench.mbpp.cases import cases_from_sandbox, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractionError
 from plbench.records import RawProblem
-from plbench.sandbox import CaseOutcome, SandboxLimits, SandboxResult, run_many, run_reference
+from plbench.sandbox import (
+    CaseOutcome,
+    SandboxEnvironmentError,
+    SandboxLimits,
+    SandboxResult,
+    run_many,
+    run_reference,
+)
 from tests.helpers import sandbox_children
 
 FAST = SandboxLimits(cpu_seconds=5, memory_bytes=1 << 30, wall_seconds=10.0, case_seconds=0.5)
@@ -435,6 +442,30 @@ def test_code_that_cannot_load_is_a_compile_error():
     raising = run("import no_such_module_plbench\ndef f():\n    return 1\n", [()])
     assert raising.status == "compile_error"
     assert raising.detail == "module raised ModuleNotFoundError: No module named 'no_such_module_plbench'"
+    # A standard-library module this platform has not got is the solution's problem too.
+    windows_only = run("import winreg\ndef f():\n    return 1\n", [()])
+    assert windows_only == SandboxResult(
+        "compile_error", [], "module raised ModuleNotFoundError: No module named 'winreg'"
+    )
+
+
+# The sandbox as it once broke: the child's import system found no standard library.
+NO_STANDARD_LIBRARY = "import sys\nsys.path[:] = []\n"
+
+
+def test_a_child_that_cannot_import_the_standard_library_is_retried_then_fails_the_caller(caplog):
+    at_load = NO_STANDARD_LIBRARY + "import heapq\ndef f(x):\n    return x\n"
+    in_a_case = NO_STANDARD_LIBRARY + "def f(x):\n    import bisect\n    return x\n"
+    for code, module in ((at_load, "heapq"), (in_a_case, "bisect")):
+        with pytest.raises(SandboxEnvironmentError, match=f"standard library's '{module}'.* in 2 attempts"):
+            run(code, [(1,)])
+    retries = [r.getMessage() for r in caplog.records if r.name == "plbench.sandbox"]
+    assert retries == [
+        f"sandbox child could not import the standard library's {module!r} (attempt {k})"
+        for module in ("heapq", "bisect")
+        for k in (1, 2)
+    ]
+    assert sandbox_children() == []
 
 
 def test_unsupported_outputs_are_flagged_per_case():
