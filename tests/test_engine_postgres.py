@@ -235,6 +235,34 @@ def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine
         assert session.query("SELECT 1").rows == [(1,)]
 
 
+# Rows of table t written with the transaction's own id (xmin is the low 32 bits of pg_current_xact_id).
+_TOP_LEVEL_ROWS = (
+    "SELECT count(*) FILTER (WHERE xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296), "
+    "count(*) FROM t"
+)
+
+
+def test_the_harness_first_statements_write_as_the_transaction_itself(pg_engine):
+    """Ahead of every statement, execute_first writes with the transaction's id, not a subtransaction's (later
+    reads of those rows walk no savepoint); once a statement ran, it runs in a savepoint as execute_own does."""
+    with pg_engine.session() as session:
+        assert session.execute_first("CREATE TABLE t (x int); INSERT INTO t SELECT generate_series(1, 3)").ok
+        assert session.query(_TOP_LEVEL_ROWS).rows == [(3, 3)]
+        assert session.execute_first("INSERT INTO t VALUES (4)").ok
+        assert session.query(_TOP_LEVEL_ROWS).rows == [(3, 4)]
+        assert session.execute("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'; SELECT 1/0").error
+
+
+def test_first_statements_that_fail_leave_nothing_and_the_session_goes_on(pg_engine):
+    with pg_engine.session() as session:
+        failed = session.execute_first("CREATE TABLE t (x int); SELECT 1/0")
+        assert failed.error.code == "22012" and not session.escaped
+        assert session.query("SELECT to_regclass('t') IS NULL").rows == [(True,)]
+        assert _notice_value(session, "current_schema()") == session.schema
+        assert _notice_value(session, "current_setting('statement_timeout')") == "10s"
+        assert session.execute("CREATE TABLE t (x int)").ok
+
+
 def test_transaction_control_in_a_statement_does_not_leak(pg_engine):
     with pg_engine.session() as session:
         schema = session.schema

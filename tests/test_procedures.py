@@ -386,6 +386,16 @@ def test_built_runs_leave_no_savepoint_behind(seeds, workspace):
         assert released.error is not None and released.error.code == "3B001", n  # no such savepoint
 
 
+def test_the_copy_is_written_by_the_transaction_itself(workspace):
+    """Not under a savepoint (PostgreSQL walks the open subtransactions to see a row one of them wrote, and the
+    copy is read after every call); xmin is the low 32 bits of the transaction's id."""
+    own = workspace.read(
+        "SELECT count(*) FILTER (WHERE xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296), "
+        "count(*) FROM customer"
+    )
+    assert own.rows[0][0] == own.rows[0][1] > 0
+
+
 def test_a_database_without_rows_gives_no_seed_and_runs_nothing(fixture):
     empty = dataclasses.replace(fixture.pg, tables=[dataclasses.replace(t, rows=[]) for t in fixture.pg.tables])
     out = not_seedable(empty, fixture.equivalence)

@@ -144,7 +144,7 @@ class Workspace:
 
     def _copy(self, statements: list[str]) -> None:
         """The copies in one round trip: the harness's own text, of names the catalog spells."""
-        done, _ = self.session.execute_own("; ".join(statements))
+        done = self.session.execute_first("; ".join(statements))
         if not done.ok:
             raise RuntimeError(f"{self.db.key}: cannot copy its tables: {done.error}")
 
