@@ -10,6 +10,7 @@ name that needs resolving (`sqlite-shop` → `SQLITE_SHOP`).
 
 from __future__ import annotations
 
+import ast
 import gc
 import threading
 from pathlib import Path
@@ -19,7 +20,7 @@ import sqlglot
 
 from plbench.config import BuildConfig, NotConfigured
 from plbench.normalize.emit import normalize, schema_name
-from plbench.spider import spider2
+from plbench.spider import spider2, spider2_values
 from plbench.spider.spider2 import parse_ddl, unpack_archives
 from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.spider2_tasks import resolve_database
@@ -123,6 +124,65 @@ def test_numpy_and_python_reprs_become_json():
     ]
     assert python_repr_value("[9.9e-01 1.0e-05]") == [0.99, 1e-05]
     assert nested_json("[1 2 ... 9]") == ('"[1 2 ... 9]"', False)  # truncated repr: kept as a JSON string
+
+
+# Reprs the JSON road reads (spider2_values._repr_as_json), with the value both roads give.
+REPRS_READ_AS_JSON = [
+    ("{'a': None, 'b': True, 'c': False}", {"a": None, "b": True, "c": False}),
+    ("[nan, NaN, inf, NaT, -1.5e-07]", [None, None, None, None, -1.5e-07]),
+    ("array([1, 2], dtype=object)", [1, 2]),
+    ("[array(['x'],\n      dtype=object) array([], dtype=object)]", [["x"], []]),
+    ("[758 897   -4]", [758, 897, -4]),  # numpy's missing commas
+    ("['a' 'b']", ["a", "b"]),  # numpy's, not Python's string concatenation
+    ("[{'k': 'None True'}\n {'k': 'array(1, dtype=x)'}]", [{"k": "None True"}, {"k": "array(1, dtype=x)"}]),
+    ("{'q': 'say \"hi\"', \"it's\": 'x'}", {"q": 'say "hi"', "it's": "x"}),
+    ("['tab\\there', '\\xe9\\u00e9', 'back\\\\slash']", ["tab\there", "\xe9\u00e9", "back\\slash"]),
+    ("[1e400, 1]", [float("inf"), 1]),  # infinity, which nested_json writes as null, as ast's road does
+]
+
+# Reprs JSON would read otherwise than Python, or not at all: the road refuses them and ast reads them.
+REPRS_LEFT_TO_AST = [
+    ("{1: 'a', 2.5: 'b'}", {"1": "a", "2.5": "b"}),
+    ("{True: 1, None: 2}", {"True": 1, "None": 2}),
+    ("(1, 2)", [1, 2]),
+    ("{'a', 'a'}", ["a", "a"]),
+    ("[1, 2,]", [1, 2]),
+    ("array([0])", [0]),
+    ("[Timestamp('2020-01-01 00:00:00'), Decimal('1.50')]", ["2020-01-01 00:00:00", "1.50"]),
+    ("[-inf, -nan]", [None, None]),
+    ("[b'\\x00', .5, 1_000]", ["b'\\x00'", 0.5, 1000]),
+]
+
+
+@pytest.mark.parametrize(("text", "value"), REPRS_READ_AS_JSON)
+def test_reprs_json_reads_give_what_ast_gives(text, value):
+    by_ast = spider2_values._jsonable(
+        spider2_values._literal(ast.parse(spider2_values._with_commas(text), mode="eval").body)
+    )
+    assert spider2_values._repr_as_json(text) == value == python_repr_value(text)
+    assert spider2_values._json_text(value) == spider2_values._json_text(by_ast)
+
+
+@pytest.mark.parametrize(("text", "value"), REPRS_LEFT_TO_AST)
+def test_reprs_json_would_misread_are_read_by_ast(text, value):
+    assert spider2_values._repr_as_json(text) is spider2_values._FAILED
+    assert python_repr_value(text) == value
+
+
+def test_nested_json_writes_what_json_holds():
+    assert nested_json('{"a": [1, 2.5e20, NaN]}') == ('{"a": [1, 250000000000000000000, null]}', True)
+    assert nested_json({"b": float("inf"), "c": "é"}) == ('{"b": null, "c": "é"}', True)
+    assert nested_json("{'d': 1e-07}") == ('{"d": 0.0000001}', True)
+
+
+def test_date_shards_share_one_parse_but_not_their_columns():
+    ddl = "CREATE TABLE `p.ds.t_{}` (a INT64, b STRUCT<x STRING>, FOREIGN KEY (a) REFERENCES u (id))"
+    first, second = parse_ddl(ddl.format(1), "bigquery"), parse_ddl(ddl.format(2), "bigquery")
+    assert (first.name, second.name) == ("t_1", "t_2")
+    assert first.columns == second.columns == [("a", "INT64", True), ("b", "STRUCT<X STRING>", True)]
+    first.columns.append(("c", "INT64", True))
+    assert len(second.columns) == 2
+    assert [(fk.columns, fk.ref_table) for fk in second.foreign_keys] == [(("a",), "u")]
 
 
 def test_parse_ddl_bigquery_three_part_name_and_nested_types():

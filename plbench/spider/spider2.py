@@ -158,27 +158,13 @@ def _parse_create(ddl: str, dialect: str) -> exp.Create:
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_body(body: str, dialect: str) -> exp.Create | ValueError:
-    """Date shards repeat one column list hundreds of times (ga360: 366 nested STRUCT lists): parse it once."""
+def _parse_body(body: str, dialect: str) -> tuple[list, tuple[str, ...], list[ForeignKey]] | ValueError:
+    """(columns, primary key, foreign keys) of a column list. Date shards repeat one column list hundreds
+    of times (ga360: 366 nested STRUCT lists): it is parsed and its types written out once."""
     try:
-        return _parse_create("CREATE TABLE t " + body, dialect)
+        tree = _parse_create("CREATE TABLE t " + body, dialect)
     except ValueError as exc:
         return exc
-
-
-def _table_name(header: str, dialect: str) -> exp.Table:
-    return _parse_create(header + " (x INT)", dialect).this.this
-
-
-def parse_ddl(ddl: str, dialect: str) -> RawTable:
-    """A CREATE [OR REPLACE] TABLE statement → RawTable (no rows); raises ValueError when it does not parse."""
-    start = ddl.find("(")
-    if start < 0:
-        raise ValueError("DDL has no column list")
-    tree = _parse_body(ddl[start:], dialect)
-    if isinstance(tree, ValueError):
-        raise tree
-    table = _table_name(ddl[:start], dialect)
     columns, pk = [], []
     for item in tree.this.expressions:
         if isinstance(item, exp.ColumnDef):
@@ -190,10 +176,26 @@ def parse_ddl(ddl: str, dialect: str) -> RawTable:
         elif isinstance(item, exp.Identifier):  # a SQLite column with no type
             columns.append((item.name, "", True))
     if not columns:
-        raise ValueError("DDL declares no columns")
-    fks = [ForeignKey(c, t, r) for c, t, r in _foreign_keys(tree.this)]
+        return ValueError("DDL declares no columns")
+    return columns, tuple(pk), [ForeignKey(c, t, r) for c, t, r in _foreign_keys(tree.this)]
+
+
+def _table_name(header: str, dialect: str) -> exp.Table:
+    return _parse_create(header + " (x INT)", dialect).this.this
+
+
+def parse_ddl(ddl: str, dialect: str) -> RawTable:
+    """A CREATE [OR REPLACE] TABLE statement → RawTable (no rows); raises ValueError when it does not parse."""
+    start = ddl.find("(")
+    if start < 0:
+        raise ValueError("DDL has no column list")
+    parsed = _parse_body(ddl[start:], dialect)
+    if isinstance(parsed, ValueError):
+        raise parsed
+    columns, pk, fks = parsed
+    table = _table_name(ddl[:start], dialect)
     fullname = ".".join(p for p in (table.catalog, table.db, table.name) if p)
-    return RawTable("", table.name, fullname, columns, tuple(pk), fks)
+    return RawTable("", table.name, fullname, list(columns), pk, list(fks))
 
 
 def read_table_json(path: Path) -> dict:
