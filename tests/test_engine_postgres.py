@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import pickle
 import threading
 import time
 from pathlib import Path
@@ -341,3 +342,16 @@ def test_a_server_still_starting_is_waited_for_and_one_that_is_gone_is_not(tmp_p
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         os.kill(PostmasterInfo.read_from_pgdata(data).pid, signal.SIGINT)
+
+
+def test_a_pickled_engine_is_one_on_the_same_server_with_connections_of_its_own(pg_engine):
+    clone = pickle.loads(pickle.dumps(pg_engine))
+    try:
+        assert clone._server is None and clone._timeout_ms == pg_engine._timeout_ms
+        with clone.connection() as mine, pg_engine.connection() as theirs:
+            assert mine is not theirs
+            pids = [c.execute("SELECT pg_backend_pid()").fetchone()[0] for c in (mine, theirs)]
+            assert pids[0] != pids[1]
+            assert mine.info.port == theirs.info.port and mine.info.dbname == theirs.info.dbname
+    finally:
+        clone.close()

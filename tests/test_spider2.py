@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import ast
 import gc
+import multiprocessing
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sqlglot
 
 from plbench.config import BuildConfig, NotConfigured
 from plbench.normalize.emit import normalize, schema_name
-from plbench.spider import spider2, spider2_values
+from plbench.spider import spider2, spider2_values, stages
 from plbench.spider.spider2 import parse_ddl, unpack_archives
 from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.spider2_tasks import resolve_database
@@ -363,12 +365,36 @@ def test_source_dialect_rules_each_give_their_exact_output():
     assert set(_FULL_NAMES) == {"snowflake", "bigquery"}  # SQLite names are never qualified
 
 
-def test_with_postgres_the_databases_load_on_threads_as_one_at_a_time(ingested, pg_engine, tmp_path):
+def _pooled_reports(config, given, keys, engine) -> tuple[dict, list[str]]:
+    """normalize_databases' reports, and the names of the worker processes and threads alive after the first."""
+    reports = normalize_databases(config.with_(workers=2), given, keys, engine)
+    first = next(reports)
+    workers = [p.name for p in multiprocessing.active_children()] + [
+        t.name for t in threading.enumerate() if t.name.startswith("plbench-normalize")
+    ]
+    return dict([first, *reports]), workers
+
+
+def test_with_postgres_the_databases_load_in_worker_processes_as_one_at_a_time(ingested, pg_engine):
     config, inputs = ingested
     keys, given = inputs.partition_keys(), {inputs.source: inputs}
-    threaded = dict(normalize_databases(config.with_(workers=2), given, keys, pg_engine))
+    pooled, workers = _pooled_reports(config, given, keys, pg_engine)
     alone = dict(normalize_databases(config.with_(workers=1), given, keys, pg_engine))
-    assert list(threaded) == keys and len(keys) > 2
+    assert list(pooled) == keys and len(keys) > 2
+    assert workers and not any(name.startswith("plbench-normalize") for name in workers)
+    for key in keys:
+        a, b = pooled[key], alone[key]
+        assert a.load.verified and a.load.tables == b.load.tables, key
+        assert (a.ddl, a.files, a.spider2_tasks) == (b.ddl, b.files, b.spider2_tasks), key
+
+
+def test_in_a_daemon_process_postgres_databases_load_on_threads(ingested, pg_engine, monkeypatch):
+    config, inputs = ingested
+    keys, given = inputs.partition_keys(), {inputs.source: inputs}
+    monkeypatch.setattr(stages.multiprocessing, "current_process", lambda: SimpleNamespace(daemon=True))
+    threaded, workers = _pooled_reports(config, given, keys, pg_engine)
+    alone = dict(normalize_databases(config.with_(workers=1), given, keys, pg_engine))
+    assert workers and all(name.startswith("plbench-normalize") for name in workers)
     for key in keys:
         a, b = threaded[key], alone[key]
         assert a.load.verified and a.load.tables == b.load.tables, key

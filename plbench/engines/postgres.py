@@ -252,6 +252,11 @@ class PostgresEngine:
         finally:
             self._give_back(conn, reusable=_rolled_back(conn))
 
+    def __reduce__(self):
+        """Pickled for another process (normalize_databases' workers): an engine on the same server and
+        settings with connections of its own; an embedded server stays in the care of this process."""
+        return PostgresEngine, (self._dsn, self._timeout_ms / 1000)
+
     def close(self) -> None:
         """Close pooled connections. An embedded server is left running for reuse."""
         with self._lock:

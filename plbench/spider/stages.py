@@ -16,6 +16,7 @@ import gc
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.util
 import pickle
 import threading
 import time
@@ -264,8 +265,8 @@ def collector_paused() -> Iterator[None]:
     database) too. Reference counting frees them all anyway. As a function's decorator, the
     function's objects are freed before the collector is back: it then walks only what the function
     returned and the cycles it made (sqlglot trees). The collector is one per process, so only the main
-    thread pauses it: two threads (normalize_databases on PostgreSQL) pausing and resuming it would race,
-    and one could leave it off for good."""
+    thread pauses it: two threads (normalize_databases on PostgreSQL in a daemon process) pausing and
+    resuming it would race, and one could leave it off for good."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -330,35 +331,40 @@ def normalize_database(
 def normalize_databases(
     config: BuildConfig, inputs: dict[str, SpiderInputs], keys: list[str], engine: Engine | NotConfigured
 ) -> Iterator[tuple[str, DatabaseReport]]:
-    """`normalize_database` of every partition key (`<source>.<database>`), in order. Without an engine
-    (Oracle with no server: emission and static checks only) each database is a computation on its
-    own, so they run in `config.workers` processes; with PostgreSQL's (thread-safe: a connection per
-    session), on `config.workers` threads of this process, one database's Python beside another's
-    server work (COPY, constraints, gold queries); with another engine, one at a time."""
+    """`normalize_database` of every partition key (`<source>.<database>`), in order.
+
+    Without an engine (Oracle with no server: emission and static checks only) and on PostgreSQL, in
+    `config.workers` processes: a database's work is mostly Python (reading, emitting, transpiling gold
+    queries, checksums), which threads of one process take turns at; each PostgreSQL worker has an engine
+    of its own on the same server (`PostgresEngine.__reduce__`). Where no process can be started (this
+    one is a daemon), PostgreSQL's databases run on threads, one's Python beside another's server work;
+    otherwise, and with another engine, one at a time."""
 
     def one(key: str) -> DatabaseReport:
         source, name = split_partition_key(key)
         return normalize_database(config, inputs[source], name, engine)
 
-    if isinstance(engine, PostgresEngine) and config.workers > 1:
+    pooled = config.workers > 1 and len(keys) > 1
+    if pooled and isinstance(engine, NotConfigured | PostgresEngine) and not multiprocessing.current_process().daemon:
+        spawn = multiprocessing.get_context("spawn")  # not fork: the caller's threads may hold locks
+        with ProcessPoolExecutor(config.workers, spawn, _set_worker_inputs, (config, inputs, engine)) as pool:
+            yield from zip(keys, pool.map(_normalize_in_worker, keys))
+    elif pooled and isinstance(engine, PostgresEngine):
         with ThreadPoolExecutor(config.workers, thread_name_prefix="plbench-normalize") as threads:
             yield from zip(keys, threads.map(one, keys))
-        return
-    if not isinstance(engine, NotConfigured) or config.workers < 2 or multiprocessing.current_process().daemon:
+    else:
         for key in keys:
             yield key, one(key)
-        return
-    spawn = multiprocessing.get_context("spawn")  # not fork: the caller's threads may hold locks
-    with ProcessPoolExecutor(config.workers, spawn, _set_worker_inputs, (config, inputs, engine)) as pool:
-        yield from zip(keys, pool.map(_normalize_in_worker, keys))
 
 
 _worker_inputs: tuple = ()  # (config, inputs, engine) in a worker process of normalize_databases
 
 
-def _set_worker_inputs(*given) -> None:
+def _set_worker_inputs(config: BuildConfig, inputs: dict[str, SpiderInputs], engine: Engine | NotConfigured) -> None:
     global _worker_inputs
-    _worker_inputs = given
+    _worker_inputs = config, inputs, engine
+    if isinstance(engine, PostgresEngine):  # its connections end with the worker, not cut off by its exit
+        multiprocessing.util.Finalize(None, engine.close, exitpriority=10)
 
 
 def _normalize_in_worker(key: str) -> DatabaseReport:
