@@ -21,6 +21,6 @@ from plbench.shards import Shard
 
 def shard_outputs(context: dg.OpExecutionContext, shards: list[Shard], output: str = "result") -> Iterator:
     """The shards as the dynamic output `output`, after logging how many for the stage line's bar."""
-    context.log.debug(f"progress 0/{len(shards)} shards")
+    context.log.info(f"progress 0/{len(shards)} shards")
     for shard in shards:
         yield dg.DynamicOutput(shard, mapping_key=f"shard_{shard.index}", output_name=output)

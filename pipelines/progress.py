@@ -114,7 +114,7 @@ def stage_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
         now = time.monotonic()
         if done == total or now - last[0] >= PROGRESS_EVERY_S:
             last[0] = now
-            context.log.debug(f"progress {done}/{total} {unit}")
+            context.log.info(f"progress {done}/{total} {unit}")
 
     with reporting(report):
         yield

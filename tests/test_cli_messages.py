@@ -166,15 +166,18 @@ def test_without_a_spider_subset_the_database_stages_are_not_outdated_and_stored
     assert {"mbpp_signatures", "mbpp_tasks", "normalization_report", "release"} <= outdated  # never built
 
 
-def test_a_stage_reporting_its_own_units_shows_a_bar_of_them_on_a_terminal(monkeypatch):
-    """Through a real run: an asset's stage (each_database) reports its databases done, stage_progress logs
-    them, the progress logger's handler turns them into the stage line's bar; other steps' lines are not."""
+def test_a_stage_reporting_its_own_units_shows_a_bar_of_them_on_a_terminal(monkeypatch, tmp_path):
+    """Through a real run on an instance with the project's dagster.yaml: an asset's stage (each_database)
+    reports its databases done, stage_progress logs them, the progress logger's handler turns them into the
+    stage line's bar; other steps' lines are not. The instance keeps no debug lines (the IO manager's)."""
     import logging
 
     import dagster as dg
+    import yaml
 
     from pipelines import progress as progress_module
     from pipelines.progress import _EventHandler, stage_progress
+    from plbench.paths import project_root
     from plbench.procedures.parallel import each_database
 
     monkeypatch.setattr(progress_module, "PROGRESS_EVERY_S", 0.0)
@@ -194,8 +197,15 @@ def test_a_stage_reporting_its_own_units_shows_a_bar_of_them_on_a_terminal(monke
 
     job = dg.define_asset_job("seeding", selection=[seeded])
     defs = dg.Definitions(assets=[seeded], jobs=[job], loggers={"to_stream": to_stream})
-    result = defs.resolve_job_def("seeding").execute_in_process(run_config={"loggers": {"to_stream": {}}})
+    settings = yaml.safe_load((project_root() / "dagster.yaml").read_text(encoding="utf-8"))
+    with dg.DagsterInstance.local_temp(str(tmp_path), overrides=settings) as instance:
+        result = defs.resolve_job_def("seeding").execute_in_process(
+            run_config={"loggers": {"to_stream": {}}}, instance=instance
+        )
+        stored = [(e.level, e.user_message) for e in instance.all_logs(result.run_id) if not e.is_dagster_event]
     assert result.success and result.output_for_node("seeded") == [1, 4, 9]
+    assert (logging.INFO, "progress 3/3 databases") in stored
+    assert not [message for level, message in stored if level < logging.INFO]
     text = stream.getvalue()
     for done in (1, 2, 3):
         assert f"\r\033[K  seeded [{'#' * (8 * done)}{'-' * (24 - 8 * done)}] {done}/3 databases" in text
