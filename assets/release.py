@@ -99,12 +99,14 @@ def release(
     crosscheck: CrosscheckReport,
 ) -> str:
     prepared = apply_crosscheck(release_tables, crosscheck)
+    existed = (build.out_dir / prepared.version).exists()  # then publish leaves it or refuses
     path = publish(build, prepared, stage_seconds(context))
     manifest = prepared.manifest
     context.add_output_metadata(
         {
             "release_path": dg.MetadataValue.path(str(path)),
             "version": manifest["version"],
+            "unchanged": existed,
             "subsets": dg.MetadataValue.json(manifest["subsets"]),
             "validation": dg.MetadataValue.json(manifest["validation"]),
             **report_metadata(path),

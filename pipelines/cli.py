@@ -176,6 +176,7 @@ def release_fields(metadata: dict) -> dict:
     return {
         "release": metadata["release_path"].value,
         "version": metadata["version"].value,
+        "unchanged": metadata["unchanged"].value if "unchanged" in metadata else False,
         "subsets": metadata["subsets"].value,
         "validation": metadata["validation"].value,
     }
@@ -200,11 +201,12 @@ def final_lines(summary: dict) -> list[str]:
         return lines[1:] + lines[:1]  # the first failure, the cause of what follows, comes last
     if "release" not in summary:
         return [f"plbench: {summary['job']} done; no release written (add --version V to write one)"]
-    done = (
-        "up to date (nothing changed since run {}) in".format(summary["run_id"])
-        if summary.get("up_to_date")
-        else "written to"
-    )
+    if summary.get("up_to_date"):
+        done = "up to date (nothing changed since run {}) in".format(summary["run_id"])
+    elif summary.get("unchanged"):
+        done = "unchanged (this build made the very tables it holds) in"
+    else:
+        done = "written to"
     lines = [f"release {summary['version']} {done} {summary['release']}"]
     for subset, counts in sorted(summary["subsets"].items()):
         released = ", ".join(f"{d} {n}" for d, n in sorted(counts.get("released", {}).items()))

@@ -5,12 +5,14 @@ under `subsets/`), `rejections.parquet`,
 `types.parquet`, the subsets' own tables (databases, gold queries), `manifest.json` and
 `README.md`. It is written to a temporary sibling folder and renamed into place, so a
 failed build leaves nothing behind; an existing version is never overwritten. Parquet
-files carry no timestamps and rows are sorted, so the same inputs and configuration give
-byte-identical files.
+files carry no timestamps and rows are sorted, so the same code, inputs and configuration give
+byte-identical files: a build that makes the very tables an existing version holds leaves it as it is.
 """
 
 from __future__ import annotations
 
+import filecmp
+import functools
 import hashlib
 import json
 import os
@@ -56,10 +58,32 @@ class ReleaseExists(FileExistsError):
     pass
 
 
+PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def builder_code() -> str:
+    """The builder's code as a digest (`package_digest` of plbench), part of the build id: a fixed build makes
+    another build id, so its release gets a version of its own instead of colliding with the old code's."""
+    return package_digest(PACKAGE)
+
+
+def package_digest(package: Path) -> str:
+    """sha256 (first 16 hex digits) of every file of a package, its modules and the rule tables they read
+    (hidden files and bytecode aside)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if path.is_file() and "__pycache__" not in relative.parts and not relative.name.startswith("."):
+            digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def build_id(config: BuildConfig, inputs: dict[str, str]) -> str:
-    """A content id of everything that shapes the release: builder, configuration, raw checksums."""
-    blob = json.dumps({"builder": __version__, "config": config.fingerprint(), "inputs": inputs}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    """A content id of everything that shapes the release: builder (version and code), configuration, raw
+    checksums."""
+    shaped_by = {"builder": __version__, "code": builder_code(), "config": config.fingerprint(), "inputs": inputs}
+    return hashlib.sha256(json.dumps(shaped_by, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def release_version(config: BuildConfig, build: str) -> str:
@@ -143,14 +167,10 @@ def write_release(
     card: str,
     files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write the release atomically (with `files`, path -> bytes, listed in the manifest's `report`);
-    refuses to overwrite an existing version."""
+    """Write the release atomically (with `files`, path -> bytes, listed in the manifest's `report`). An
+    existing version is never overwritten: one holding these very tables is left as it is (a rerun of
+    unchanged code), one holding others is refused (ReleaseExists)."""
     final = config.out_dir / version
-    if final.exists():
-        raise ReleaseExists(
-            f"release {final} already exists: a version is never overwritten "
-            "(pass --version for a new one, or remove the folder)"
-        )
     config.out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=config.out_dir))
     try:
@@ -162,11 +182,29 @@ def write_release(
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (staging / "README.md").write_text(card)
         os.chmod(staging, 0o755)
+        if final.exists():
+            _refuse_other_tables(final, staging, manifest["tables"])
+            shutil.rmtree(staging)
+            return final
         os.rename(staging, final)  # atomic on one filesystem; fails if `final` appeared meanwhile
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final
+
+
+def _refuse_other_tables(existing: Path, made: Path, tables: dict[str, str]) -> None:
+    """ReleaseExists unless `existing` holds exactly the tables written to `made` (compared byte for byte,
+    so a file changed on disk after its manifest was written counts as other)."""
+    held = {p.relative_to(existing).as_posix() for p in existing.rglob("*.parquet")}
+    other = sorted(
+        (held ^ set(tables)) | {n for n in held & set(tables) if not filecmp.cmp(existing / n, made / n, False)}
+    )
+    if other:
+        raise ReleaseExists(
+            f"release {existing} already exists with other tables ({', '.join(other)}): a version is never "
+            "overwritten (pass --version for a new one, or remove the folder)"
+        )
 
 
 def build_manifest(
@@ -177,6 +215,7 @@ def build_manifest(
     manifest = {
         "version": version,
         "builder_version": __version__,
+        "builder_code": builder_code(),
         "build_id": build,
         "configuration": config.fingerprint(),
         "inputs": release_inputs(parts),

@@ -4,13 +4,14 @@ determinism, immutability of versions, and rerunning one stage from stored upstr
 import hashlib
 import json
 import pickle
+import shutil
 
 import dagster as dg
 import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.cli import build, execute, failure_messages
+from pipelines.cli import build, execute, failure_messages, outcome
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
 from pipelines.stages import step_stage
@@ -122,15 +123,26 @@ def test_task_rows_carry_the_artifacts_and_provenance(setup):
     assert len(json.loads(plus["test_cases"])) == 4  # the bool-list plus input does not fit list[int]
 
 
-def test_a_version_is_never_overwritten(setup):
+def test_a_version_is_never_overwritten_and_a_rerun_making_its_very_tables_leaves_it_as_it_is(setup, tmp_path):
     """(That the same inputs give byte-identical release and validation files is tests/test_scale.py's
     celery build, from fresh storage, against this build.)"""
     config, instance = setup
+    written = config.out_dir / config.version
+    before = {p: p.read_bytes() for p in written.rglob("*") if p.is_file()}
     result = execute(config, [["release"]], instance=instance)  # from the stored values: only the release writes
+    assert result.success and outcome(result)["unchanged"] is True
+    assert {p: p.read_bytes() for p in written.rglob("*") if p.is_file()} == before  # its manifest and report too
+    assert not [p for p in config.out_dir.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+    elsewhere = tmp_path / "releases"
+    shutil.copytree(written, elsewhere / written.name)
+    (elsewhere / written.name / "rejections.parquet").write_bytes(b"changed on disk")
+    result = execute(config.with_(out_dir=elsewhere), [["release"]], instance=instance)
     assert not result.success
     [(step, message)] = failure_messages(result)
-    assert step == "release" and "already exists: a version is never overwritten" in message
-    assert not [p for p in config.out_dir.iterdir() if p.name.startswith(".")]  # no staging left behind
+    assert step == "release" and "already exists with other tables (rejections.parquet)" in message
+    assert (elsewhere / written.name / "rejections.parquet").read_bytes() == b"changed on disk"
+    assert not [p for p in elsewhere.iterdir() if p.name.startswith(".")]
 
 
 def test_replay_alone_reruns_from_stored_upstream_values(setup):

@@ -114,6 +114,8 @@ def test_the_final_lines_say_where_the_release_is_and_what_it_holds():
         "  mbpp: 12 in; released oracle 8, postgres 8; 4 rejected",
         "  spider2: 4 in; released none; 0 rejected",
     ]
+    rerun = final_lines(dict(summary, unchanged=True))[0]
+    assert rerun == "release t1 unchanged (this build made the very tables it holds) in /r/t1"
     failed = {"failed": [{"stage": "a", "message": "first", "hint": None}, {"stage": "b", "message": "x", "hint": "h"}]}
     assert final_lines(failed) == ["plbench: b failed: x (hint: h)", "plbench: a failed: first"]
 

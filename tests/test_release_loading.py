@@ -2,6 +2,7 @@
 and the card's own loading snippet runs as written."""
 
 import re
+import shutil
 
 import pytest
 
@@ -105,3 +106,25 @@ def test_the_cards_loading_snippet_runs_in_the_release_folder(release, monkeypat
     exec(snippet, scope)
     assert scope["tasks"].num_rows == 5 and scope["mbpp"].num_rows == 4 and len(scope["mbpp_frame"]) == 4
     assert "spider_plsql" in capsys.readouterr().out  # DuckDB's printed counts
+
+
+def test_the_build_id_digests_the_builders_code_and_rule_tables_but_not_bytecode_or_hidden_files(tmp_path):
+    from plbench import release
+
+    copy = tmp_path / "plbench"
+    shutil.copytree(release.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert release.package_digest(copy) == release.builder_code()
+    (copy / "__pycache__").mkdir()
+    (copy / "__pycache__" / "release.cpython-311.pyc").write_bytes(b"compiled")
+    (copy / ".release.py.swp").write_bytes(b"editor")
+    assert release.package_digest(copy) == release.builder_code()
+    suite = next((copy / "quality_suites").glob("*.json"))
+    suite.write_text(suite.read_text() + " ")
+    edited = release.package_digest(copy)
+    assert edited != release.builder_code()
+
+    config = BuildConfig(raw_dir=tmp_path)
+    built = release.build_id(config, {})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(release, "builder_code", lambda: edited)
+        assert release.build_id(config, {}) != built
