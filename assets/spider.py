@@ -17,6 +17,7 @@ import dagster as dg
 from assets.versions import content_versioned
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
+from plbench.content_digest import content_digest
 from plbench.dialects import DIALECTS
 from plbench.spider.plsql_tasks import SpiderTasks, build_spider_plsql
 from plbench.spider.spider2_rows import build_spider2
@@ -148,8 +149,14 @@ def _add_partition_metadata(context: dg.AssetExecutionContext, key: str, metadat
     )
 
 
+# A partition's content digest, which pipelines/freshness.py compares across its materializations: the
+# data version Dagster records for each partition is that of the whole run's value, all partitions at once.
+PARTITION_DIGEST = "content_digest"
+
+
 def _partition_metadata(report) -> dict:
     meta = {
+        PARTITION_DIGEST: content_digest(report),
         "tables": report.tables,
         "rows": report.rows,
         "seconds": round(report.seconds, 2),

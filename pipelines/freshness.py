@@ -5,7 +5,8 @@ An asset is fresh when its latest materialization
 - carries the code version the definitions give it now (its code, and the settings it reads),
 - was made from the data versions its upstream assets hold now (each asset's data version is its
   value's content digest: assets/versions.py), or, for an upstream partitioned by database (whose
-  325 partitions Dagster does not track one by one), after each of its partitions' latest values,
+  325 partitions Dagster does not track one by one), after each of its partitions' latest values, or
+  before values of the same content (each partition's content digest, in its metadata: assets/spider.py),
 - passed its blocking checks, and the files it names (path metadata) still exist;
 and every upstream asset is fresh. For a partitioned asset, every registered partition must be.
 Whatever depends on an outdated asset is outdated too: it runs in the same run.
@@ -23,6 +24,8 @@ from dagster._core.definitions.data_version import (
     get_input_data_version_tag,
 )
 
+from assets.spider import PARTITION_DIGEST
+
 
 @dataclass
 class Recorded:
@@ -34,6 +37,7 @@ class Recorded:
     input_versions: list[dict[str, str]] = field(default_factory=list)  # per record: tag -> data version
     data_version: str | None = None
     paths: list[str] = field(default_factory=list)
+    partitions: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # key -> (storage id, digest)
 
 
 NO_PARTITIONS = Recorded(set(), 0, 0)  # a partitioned asset when no partition is registered
@@ -56,30 +60,51 @@ def _latest(instance: dg.DagsterInstance, key: dg.AssetKey, tag_keys: list[str])
 
 
 def _latest_partitions(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str], tag_keys: list[str]
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    partitions: list[str],
+    tag_keys: list[str],
+    before: int | None = None,
 ) -> Recorded | None:
-    """Each partition's latest materialization, newest records first (a build writes them all at once)."""
+    """Each partition's latest materialization (before storage id `before`, if given), newest records first (a
+    build writes them all at once); None when a partition has none."""
     if not partitions:
         return NO_PARTITIONS
-    latest: dict[str, tuple[int, dict]] = {}
+    latest: dict[str, tuple[int, dict, str | None]] = {}
     cursor = None
     while len(latest) < len(partitions):
         page = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=key, asset_partitions=partitions), limit=len(partitions), cursor=cursor
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=partitions, before_storage_id=before),
+            limit=len(partitions),
+            cursor=cursor,
         )
         for record in page.records:
-            latest.setdefault(record.partition_key, (record.storage_id, _recorded(record, tag_keys)[0]))
+            digest = record.asset_materialization.metadata.get(PARTITION_DIGEST)
+            latest.setdefault(
+                record.partition_key, (record.storage_id, _recorded(record, tag_keys)[0], digest and digest.value)
+            )
         if not page.has_more:
             break
         cursor = page.cursor
     if len(latest) < len(partitions):
         return None
-    storage_ids = [s for s, _ in latest.values()]
+    storage_ids = [s for s, _, _ in latest.values()]
     return Recorded(
-        {tags[CODE_VERSION_TAG] for _, tags in latest.values()},
+        {tags[CODE_VERSION_TAG] for _, tags, _ in latest.values()},
         min(storage_ids),
         max(storage_ids),
-        [tags for _, tags in latest.values()],
+        [tags for _, tags, _ in latest.values()],
+        partitions={k: (s, digest) for k, (s, _, digest) in latest.items()},
+    )
+
+
+def _same_content_since(instance: dg.DagsterInstance, key: dg.AssetKey, theirs: Recorded, since: int) -> bool:
+    """Whether each partition materialized after storage id `since` holds what it held then (equal content
+    digests; a partition without one, or new since, counts as changed)."""
+    again = {k: digest for k, (storage_id, digest) in theirs.partitions.items() if storage_id > since}
+    before = _latest_partitions(instance, key, sorted(again), [], before=since)
+    return before is not None and all(
+        digest is not None and before.partitions[k][1] == digest for k, digest in again.items()
     )
 
 
@@ -129,7 +154,9 @@ def _fresh(instance, graph, node, parents, recorded, outdated) -> bool:
     for parent in parents:
         theirs = recorded[parent]
         if graph.get(parent).is_partitioned:
-            if theirs.last_storage_id > mine.first_storage_id:
+            if theirs.last_storage_id > mine.first_storage_id and not _same_content_since(
+                instance, parent, theirs, mine.first_storage_id
+            ):
                 return False
         elif any(r[get_input_data_version_tag(parent)] != theirs.data_version for r in mine.input_versions):
             return False

@@ -262,6 +262,18 @@ def test_one_database_partition_rebuilds_alone(setup):
     assert [e.materialization.partition for e in materialized] == ["spider1.shop"]
     assert materialized[0].materialization.metadata["verified"].value is True
 
+    def outdated() -> set[str]:
+        partitions = instance.get_dynamic_partitions("database")
+        return {k.to_user_string() for k in outdated_assets(build_definitions(config), instance, partitions)}
+
+    downstream = {"normalization_report", "spider_plsql_tasks"}
+    assert not outdated() & downstream  # the partition holds what it held when they ran
+    other = dg.AssetMaterialization("normalized_databases_postgres", partition="spider1.shop")
+    instance.report_runless_asset_event(other._replace(metadata={"content_digest": dg.MetadataValue.text("other")}))
+    assert outdated() >= downstream
+    assert execute(config, [["normalized_databases_postgres"]], instance=instance, partition="spider1.shop").success
+    assert not outdated() & downstream  # the same content as before they ran, again
+
 
 def test_crosscheck_runs_the_configured_candidates_and_marks_each_task(setup):
     config, _ = setup
