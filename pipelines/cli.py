@@ -278,10 +278,32 @@ def cmd_build(args: argparse.Namespace) -> int:
     return _exclusive(config, lambda: build(config, None, args.all, args.quiet or args.json, _output(args)))
 
 
+def validate(
+    config: BuildConfig,
+    stage: str,
+    dialects: list[str],
+    database: str | None = None,
+    instance=None,
+    quiet: bool = False,
+    output: str = "lines",
+) -> int:
+    """Rerun `stage` (for `database` only, if given) from stored upstream values, in a run named after it; with
+    `config.version`, then write that release, running first what depends on the stage and changed (`build`).
+    Without `instance`, the project's (DAGSTER_HOME)."""
+    selection = [[name] for name in stage_assets(stage, dialects)]
+    if database:
+        selection = [k for k in selection if k[0] in PARTITIONED]
+    tags = {"plbench/command": "validate", "plbench/stage": stage, "plbench/dialect": ",".join(dialects)}
+    if database:
+        tags["plbench/database"] = database
+    result = execute(config, selection, instance, database, rerun_job(stage), tags, quiet)
+    if not config.version or not outcome(result)["ok"]:
+        return report(result, output)
+    # The release reads every stage, so the stages after this one whose inputs changed run before it is written.
+    return build(config, instance, quiet=quiet, output=output)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    dialects = [args.dialect] if args.dialect else list(DIALECT_NAMES)
-    # A version is never overwritten, so the release is written again only on request.
-    selection = [[name] for name in stage_assets(args.stage, dialects, with_release=bool(args.version))]
     config = _config(args)
     needs = STAGE_NEEDS.get(args.stage, DEFAULT_NEEDS)
     missing = [name for name in needs if not (config.storage_dir / name).exists()]
@@ -292,21 +314,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.database:
-        if args.stage != "normalize":
-            print("plbench: --database applies to --stage normalize only", file=sys.stderr)
-            return 2
-        selection = [k for k in selection if k[0] in PARTITIONED]
-    tags = {"plbench/command": "validate", "plbench/stage": args.stage, "plbench/dialect": args.dialect or "all"}
-    if args.database:
-        tags["plbench/database"] = args.database
+    if args.database and args.stage != "normalize":
+        print("plbench: --database applies to --stage normalize only", file=sys.stderr)
+        return 2
+    dialects = [args.dialect] if args.dialect else list(DIALECT_NAMES)
     quiet = args.quiet or args.json
     return _exclusive(
-        config,
-        lambda: report(
-            execute(config, selection, partition=args.database, job=rerun_job(args.stage), tags=tags, quiet=quiet),
-            _output(args),
-        ),
+        config, lambda: validate(config, args.stage, dialects, args.database, quiet=quiet, output=_output(args))
     )
 
 
@@ -524,7 +538,11 @@ def parser() -> argparse.ArgumentParser:
         "(e.g. spider1.concert_singer); rerun --stage normalize and "
         "spider_tasks without it to refresh what depends on it",
     )
-    validate.add_argument("--version", help="also write a release with this new version from the rerun results")
+    validate.add_argument(
+        "--version",
+        help="then write a release with this new version, running first what depends on the rerun stage "
+        "and changed (as `build` does)",
+    )
     validate.add_argument("--out", help="folder that receives <version>/ (default: releases/)")
     _output_options(validate)
     validate.set_defaults(func=cmd_validate)

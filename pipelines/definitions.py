@@ -99,7 +99,7 @@ def _jobs() -> list:
     rerun = [
         dg.define_asset_job(
             rerun_job(stage),
-            selection=dg.AssetSelection.assets(*stage_assets(stage, with_release=True)),
+            selection=dg.AssetSelection.assets(*stage_assets(stage)),
             description=f"Rerun the {stage} stage from stored upstream values (`plbench validate --stage {stage}`).",
         )
         for stage in STAGES

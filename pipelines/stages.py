@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from plbench.config import DIALECT_NAMES
 
+# The subsets whose validation by execution is an asset of its own, `<subset>_validation`, which reads
+# `<subset>_tasks`: each is a stage named by the subset, seconds to rerun on the mirror.
+SUBSET_VALIDATIONS = ("mbpp_ile", "procedures", "procedures_ile", "multiturn", "interactive")
 # stage -> its assets; "{dialect}" expands to each selected dialect
 STAGES = {
     "test_cases": ["mbpp_test_cases"],
@@ -17,18 +20,21 @@ STAGES = {
     "roundtrip": ["roundtrip_{dialect}"],
     "normalize": ["normalized_databases_{dialect}", "normalization_report"],
     "spider_tasks": ["spider_plsql_tasks", "spider2_tasks"],
-    "procedures": ["procedure_seeds", "procedures_tasks", "procedures_validation"],
+    # the procedures' seeds (with their call suites and mutant scores) and tasks: minutes on the mirror
+    "procedure_tasks": ["procedure_seeds", "procedures_tasks"],
+    **{subset: [f"{subset}_validation"] for subset in SUBSET_VALIDATIONS},
     "crosscheck": ["crosscheck_candidates", "crosscheck"],
 }
 # What a stage rerun reads from storage: a build must have stored it first.
 STAGE_NEEDS = {
     "normalize": ["spider1_raw", "spider2_lite_raw"],
     "spider_tasks": ["spider1_raw", "spider2_lite_raw", "normalization_report"],
-    "procedures": ["spider1_raw", "normalization_report"],
+    "procedure_tasks": ["spider1_raw", "normalization_report"],
+    **{subset: [f"{subset}_tasks"] for subset in SUBSET_VALIDATIONS},
     "crosscheck": ["release_tables"],
 }
 DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]
-# Rerun with --version: the release depends on every stage, so these follow the stage.
+# The assets that make and write the release (the settings that name it join their code versions only).
 RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"]
 PARTITIONED = [f"normalized_databases_{d}" for d in DIALECT_NAMES]
 REBUILD_JOB = "rebuild_release"
@@ -57,10 +63,9 @@ def ui_stage_assets(stage: str) -> list[str]:
     return [name for name in stage_assets(stage, table=UI_STAGES) if name not in PARTITIONED]
 
 
-def stage_assets(stage: str, dialects=DIALECT_NAMES, with_release: bool = False, table=STAGES) -> list[str]:
-    """The stage's asset names for these dialects (then the release's, when asked), each once, in order."""
-    names = [name.format(dialect=d) for name in table[stage] for d in dialects]
-    return list(dict.fromkeys(names + (RELEASE_ASSETS if with_release else [])))
+def stage_assets(stage: str, dialects=DIALECT_NAMES, table=STAGES) -> list[str]:
+    """The stage's asset names for these dialects, each once, in order."""
+    return list(dict.fromkeys(name.format(dialect=d) for name in table[stage] for d in dialects))
 
 
 def step_stage(step_key: str) -> str:

@@ -11,10 +11,10 @@ import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.cli import build, execute, failure_messages, outcome
+from pipelines.cli import build, execute, failure_messages, outcome, validate
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
-from pipelines.stages import step_stage
+from pipelines.stages import RELEASE_ASSETS, step_stage
 from plbench.release_report import PNG_SIGNATURE
 from tests.fixtures import MBPP, SPIDER_DEV
 
@@ -145,36 +145,41 @@ def test_a_version_is_never_overwritten_and_a_rerun_making_its_very_tables_leave
     assert not [p for p in elsewhere.iterdir() if p.name.startswith(".")]
 
 
-def test_replay_alone_reruns_from_stored_upstream_values(setup):
+def _steps(instance, run) -> set[str]:
+    """The stages whose steps succeeded in the run (a task-sharded asset's steps as the asset)."""
+    return {step_stage(e.step_key) for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)}
+
+
+def test_replay_alone_reruns_from_stored_upstream_values_then_the_release_as_a_build_would(setup, capsys):
     config, instance = setup
-    result = execute(
-        config.with_(version="t2"),
-        [["replay_validation_postgres"], ["release_tables"], ["release"]],
-        instance=instance,
-        job="rerun_replay",
-        tags={"plbench/stage": "replay"},
-    )
-    assert result.success
-    run = result.dagster_run
-    assert run.job_name == "rerun_replay"  # the run list says what the run did
-    assert (run.tags["plbench/stage"], run.tags["plbench/version"]) == ("replay", "t2")
-    steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
-    assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in steps  # in process: one shard
-    ran = {step_stage(step) for step in steps}
-    assert ran == {
-        "replay_validation_postgres",
-        "replay_validation_postgres_retention_floor",
-        "release_tables",
-        "release_tables_quality_suites",
-        "release",
-    }
-    assert "normalized_databases_postgres" not in ran
-    assert "roundtrip_postgres" not in ran  # read back from storage, not recomputed
+    assert validate(config.with_(version="t2"), "replay", ["postgres"], instance=instance) == 0
+    release_run, rerun = instance.get_runs(limit=2)
+    assert rerun.job_name == "rerun_replay"  # the run list says what the run did
+    assert (rerun.tags["plbench/stage"], rerun.tags["plbench/version"]) == ("replay", "t2")
+    assert _steps(instance, rerun) == {"replay_validation_postgres", "replay_validation_postgres_retention_floor"}
+    # upstream values are read back from storage, not recomputed: no step of theirs ran
+    shards = instance.all_logs(rerun.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
+    assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in {e.step_key for e in shards}
     # the shards' step outputs are gone once merged: only the assets' own values stay stored
     assert not {p.name for p in config.storage_dir.iterdir()} & {r.run_id for r in instance.get_runs()}
+    # The replay came out the same, so no stage between it and the release runs again: only the release's
+    # assets, which the new version outdates.
+    assert release_run.job_name == "rebuild_release"
+    assert _steps(instance, release_run) == {*RELEASE_ASSETS, "release_tables_quality_suites"}
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 9
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
+    assert "release t2 written to" in capsys.readouterr().out
+
+
+def test_each_subset_validation_is_a_stage_a_researcher_reruns_alone(setup):
+    config, instance = setup
+    releases = sorted(config.out_dir.iterdir())
+    assert validate(config.with_(version=None), "procedures", ["postgres", "oracle"], instance=instance) == 0
+    assert sorted(config.out_dir.iterdir()) == releases  # no --version: no release
+    [rerun] = instance.get_runs(limit=1)
+    assert rerun.job_name == "rerun_procedures"
+    assert _steps(instance, rerun) == {"procedures_validation"}
 
 
 def test_spider_databases_are_normalized_loaded_and_reported(setup):

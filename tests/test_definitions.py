@@ -1,5 +1,7 @@
 """The Dagster code location loads, and its graph has the shape the README describes."""
 
+import re
+
 import dagster as dg
 
 from pipelines.cli import parser
@@ -183,9 +185,20 @@ def test_runs_and_kinds_say_what_they_did(tmp_path):
     node = build_definitions(offline).resolve_asset_graph().get(dg.AssetKey("crosscheck_candidates"))
     assert node.kinds == {"python"}
     rerun = defs.resolve_job_def("rerun_replay")
-    assert {"replay_validation_postgres", "replay_validation_oracle", "release"} <= {
-        k.to_user_string() for k in rerun.asset_layer.selected_asset_keys
+    assert {k.to_user_string() for k in rerun.asset_layer.selected_asset_keys} == {
+        "replay_validation_postgres",
+        "replay_validation_oracle",
     }
+
+
+def test_every_validation_by_execution_is_a_stage_a_researcher_reruns():
+    from pipelines.stages import STAGES, stage_assets
+
+    staged = {name for stage in STAGES for name in stage_assets(stage)}
+    validations = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    validations = {name for name in validations if re.fullmatch(r".+_validation(_postgres|_oracle)?", name)}
+    assert validations and validations <= staged
+    assert stage_assets("procedures") == ["procedures_validation"]  # seconds, not the minutes of its tasks
 
 
 def test_the_ui_materializes_an_asset_with_the_job_of_its_stage():
