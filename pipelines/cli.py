@@ -529,14 +529,21 @@ def parser() -> argparse.ArgumentParser:
     _output_options(build)
     build.set_defaults(func=cmd_build)
     validate = sub.add_parser("validate", help="rerun one stage, reusing the stored results of the stages above it")
-    validate.add_argument("--stage", required=True, choices=sorted(STAGES))
+    validate.add_argument(
+        "--stage",
+        required=True,
+        choices=sorted(STAGES),
+        metavar="STAGE",
+        help="the stage and the assets it reruns: "
+        + "; ".join(f"{stage}: {', '.join(assets)}" for stage, assets in STAGES.items()),
+    )
     validate.add_argument("--dialect", choices=DIALECT_NAMES, help="only this dialect (stages that have one)")
     validate.add_argument("--subsets", help="comma-separated subsets (as for build)")
     validate.add_argument(
         "--database",
         help="with --stage normalize: rebuild this one database partition only "
-        "(e.g. spider1.concert_singer); rerun --stage normalize and "
-        "spider_tasks without it to refresh what depends on it",
+        "(e.g. spider1.concert_singer); `plbench build` (or --version) then reruns what depends on it, "
+        "if the database came out different",
     )
     validate.add_argument(
         "--version",

@@ -3,6 +3,7 @@
 import re
 
 import dagster as dg
+import pytest
 
 from pipelines.cli import parser
 from pipelines.definitions import REBUILD_JOB, defs
@@ -88,6 +89,14 @@ def test_cli_documents_the_contract():
     )
     args = parser().parse_args(["validate", "--stage", "replay", "--dialect", "postgres"])
     assert (args.stage, args.dialect, args.version) == ("replay", "postgres", None)
+
+
+def test_validate_help_names_what_each_stage_reruns(capsys):
+    with pytest.raises(SystemExit):
+        parser().parse_args(["validate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "procedures: procedures_validation;" in help_text
+    assert "procedure_tasks: procedure_seeds, procedures_tasks;" in help_text
 
 
 def test_validate_before_any_build_says_what_to_do(tmp_path, monkeypatch, capsys):
