@@ -52,7 +52,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
         context.add_output_metadata(
             {
-                "version": prepared.version,
+                "build_id": prepared.manifest["build_id"],
                 "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()}),
                 "quality": dg.MetadataValue.json(prepared.manifest["quality"]),
             }
@@ -99,13 +99,14 @@ def release(
     crosscheck: CrosscheckReport,
 ) -> str:
     prepared = apply_crosscheck(release_tables, crosscheck)
-    existed = (build.out_dir / prepared.version).exists()  # then publish leaves it or refuses
+    version = prepared.version(build)
+    existed = (build.out_dir / version).exists()  # then publish leaves it or refuses
     path = publish(build, prepared, stage_seconds(context))
     manifest = prepared.manifest
     context.add_output_metadata(
         {
             "release_path": dg.MetadataValue.path(str(path)),
-            "version": manifest["version"],
+            "version": version,
             "unchanged": existed,
             "subsets": dg.MetadataValue.json(manifest["subsets"]),
             "validation": dg.MetadataValue.json(manifest["validation"]),

@@ -48,10 +48,11 @@ def validation_reports(
         crosscheck,
         release_tables.manifest,
     )
-    written = write_reports(build.validation_dir, release_tables.version, docs)
+    version = release_tables.version(build)
+    written = write_reports(build.validation_dir, version, docs)
     context.add_output_metadata(
         {
-            "folder": dg.MetadataValue.path(str(build.validation_dir / release_tables.version)),
+            "folder": dg.MetadataValue.path(str(build.validation_dir / version)),
             "files": dg.MetadataValue.json(written),
         }
     )

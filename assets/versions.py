@@ -106,8 +106,9 @@ RELEASE_SETTINGS = ("version", "out_dir", "validation_dir")
 
 
 def config_digest(config, release_stage: bool) -> str:
-    """The settings an asset depends on, as a digest (keys and secrets never shown): every one for a
-    release stage (pipelines.stages.RELEASE_ASSETS), all but RELEASE_SETTINGS for the others."""
+    """The settings an asset depends on, as a digest (keys and secrets never shown): every one for an asset
+    that names or places the release (pipelines.stages.NAMES_THE_RELEASE), all but RELEASE_SETTINGS for the
+    others."""
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     if not release_stage:
         settings = {k: v for k, v in settings.items() if k not in RELEASE_SETTINGS}

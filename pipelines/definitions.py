@@ -19,8 +19,8 @@ from pipelines.executors import executor_for
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
 from pipelines.stages import (
+    NAMES_THE_RELEASE,
     REBUILD_JOB,
-    RELEASE_ASSETS,
     STAGES,
     UI_STAGES,
     rerun_job,
@@ -91,7 +91,7 @@ def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
 
 def _with_settings(spec: dg.AssetSpec, config: BuildConfig) -> dg.AssetSpec:
     """The code version also digests the settings the asset reads (assets/versions.config_digest)."""
-    settings = config_digest(config, spec.key.to_user_string() in RELEASE_ASSETS)
+    settings = config_digest(config, spec.key.to_user_string() in NAMES_THE_RELEASE)
     return spec.replace_attributes(code_version=f"{spec.code_version}-{settings}")
 
 

@@ -34,8 +34,11 @@ STAGE_NEEDS = {
     "crosscheck": ["release_tables"],
 }
 DEFAULT_NEEDS = ["mbpp_raw", "mbpp_tasks"]
-# The assets that make and write the release (the settings that name it join their code versions only).
+# The assets that make and write the release.
 RELEASE_ASSETS = ["release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"]
+# Those that read the settings that name and place it (assets/versions.RELEASE_SETTINGS): only their code
+# versions digest them, so a build under another --version writes the prepared release again, no more.
+NAMES_THE_RELEASE = ["validation_reports", "release"]
 PARTITIONED = [f"normalized_databases_{d}" for d in DIALECT_NAMES]
 REBUILD_JOB = "rebuild_release"
 # The UI's Materialize button launches the first job, by name, that holds every selected asset. Dagster 1.13

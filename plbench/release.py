@@ -208,12 +208,12 @@ def _refuse_other_tables(existing: Path, made: Path, tables: dict[str, str]) -> 
 
 
 def build_manifest(
-    config: BuildConfig, version: str, build: str, parts: list[SubsetRelease], rows: list[TaskRow], types: list[dict]
+    config: BuildConfig, build: str, parts: list[SubsetRelease], rows: list[TaskRow], types: list[dict]
 ) -> dict:
-    """Counts per subset (reconciled), each subset's validation and own sections, inputs and types."""
+    """Counts per subset (reconciled), each subset's validation and own sections, inputs and types; the
+    version and the diff against the previous release are `publish`'s."""
     rejections = [r for p in parts for r in p.rejections]
     manifest = {
-        "version": version,
         "builder_version": __version__,
         "builder_code": builder_code(),
         "build_id": build,
@@ -248,9 +248,10 @@ def _subset_tables(parts: list[SubsetRelease]) -> dict[str, tuple[list[dict], pa
 
 @dataclass
 class PreparedRelease:
-    """A release in memory: what `write_release` writes, checked before anything is written."""
+    """A release in memory: what `write_release` writes, checked before anything is written. It holds no
+    version: the settings that name and place a release concern `publish` alone, so a build under another
+    --version reuses a prepared release rather than grading and checking every task again."""
 
-    version: str
     tasks: list[TaskRow]
     other_tables: dict[str, tuple[list[dict], pa.Schema]]  # every table but tasks.parquet
     manifest: dict
@@ -259,6 +260,9 @@ class PreparedRelease:
     def tables(self) -> dict[str, tuple[list[dict], pa.Schema]]:
         """Every release table as Arrow rows and schema, tasks.parquet derived from the typed rows."""
         return {"tasks.parquet": (task_records(self.tasks), TASK_SCHEMA), **self.other_tables}
+
+    def version(self, config: BuildConfig) -> str:
+        return release_version(config, self.manifest["build_id"])
 
 
 def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> PreparedRelease:
@@ -270,14 +274,12 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
         raise ValueError(f"a subset gave two parts: {sorted(names)}")
     parts, syntax = gate_release_parts(parts, config.workers, config.cache_dir / "oracle-grammar")
     build = build_id(config, release_inputs(parts))
-    version = release_version(config, build)
     rows = sorted(
         (r.with_(build_id=build) for p in parts for r in p.rows), key=lambda r: (r.subset, r.task_id, r.dialect)
     )
     types = type_rows(usage for p in parts for usage in p.types)
-    manifest = build_manifest(config, version, build, parts, rows, types)
+    manifest = build_manifest(config, build, parts, rows, types)
     manifest["oracle_syntax"] = syntax
-    manifest["diff"] = diff_against_previous(config.out_dir, rows) if config.out_dir.exists() else None
     broken = {s: c["reconciles"] for s, c in manifest["subsets"].items() if not all(c["reconciles"].values())}
     if broken:
         raise AssertionError(f"counts do not reconcile (input != released + rejected): {broken}")
@@ -286,19 +288,20 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
         "types.parquet": (types, TYPE_SCHEMA),
         **_subset_tables(parts),
     }
-    return PreparedRelease(version, rows, tables, manifest)
+    return PreparedRelease(rows, tables, manifest)
 
 
 def publish(config: BuildConfig, prepared: PreparedRelease, timings: dict[str, float] | None = None) -> Path:
-    """Write a prepared release (tables, manifest, dataset card, the report's plots drawn with the
-    stage `timings`) atomically under config.out_dir."""
+    """Write a prepared release (tables, manifest with its version and the diff against the newest release
+    in config.out_dir, dataset card, the report's plots drawn with the stage `timings`) atomically there."""
+    version = prepared.version(config)
+    diff = diff_against_previous(config.out_dir, prepared.tasks) if config.out_dir.exists() else None
+    manifest = {**prepared.manifest, "version": version, "diff": diff}
     tables = prepared.tables
     tables.update(subset_tables(tables["tasks.parquet"][0]))  # derived from checked rows: no suite of their own
     rejections = tables["rejections.parquet"][0] if "rejections.parquet" in tables else []
-    plots = report_plots(tables["tasks.parquet"][0], rejections, prepared.manifest, timings or {})
-    return write_release(
-        config, prepared.version, tables, dict(prepared.manifest), dataset_card(prepared.manifest), plots
-    )
+    plots = report_plots(tables["tasks.parquet"][0], rejections, manifest, timings or {})
+    return write_release(config, version, tables, manifest, dataset_card(manifest), plots)
 
 
 def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
@@ -311,4 +314,4 @@ def apply_crosscheck(prepared: PreparedRelease, report) -> PreparedRelease:
         status, detail = statuses.get(row.key, unchecked)
         updated.append(row.with_(crosscheck_status=status, crosscheck_detail=detail))
     manifest = dict(prepared.manifest, crosscheck=report.manifest_entry())
-    return PreparedRelease(prepared.version, updated, prepared.other_tables, manifest)
+    return PreparedRelease(updated, prepared.other_tables, manifest)

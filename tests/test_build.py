@@ -14,7 +14,7 @@ import pytest
 from pipelines.cli import build, execute, failure_messages, outcome, validate
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
-from pipelines.stages import RELEASE_ASSETS, step_stage
+from pipelines.stages import NAMES_THE_RELEASE, step_stage
 from plbench.release_report import PNG_SIGNATURE
 from tests.fixtures import MBPP, SPIDER_DEV
 
@@ -77,11 +77,11 @@ def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_rerun
     moved = config.with_(out_dir=tmp_path)  # where the release goes is read by the release stages only
     partitions = instance.get_dynamic_partitions("database")
     outdated = {k.to_user_string() for k in outdated_assets(build_definitions(moved), instance, partitions)}
-    assert outdated == {"release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"}
+    assert outdated == {"validation_reports", "release"}  # the prepared release is reused, not graded again
     assert build(moved, instance) == 0
     [run] = instance.get_runs(limit=1)
     ran = {e.step_key for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.is_step_success}
-    assert ran == outdated | {"release_tables_quality_suites"}
+    assert ran == outdated
     for table in ("tasks.parquet", "rejections.parquet", "types.parquet", "databases.parquet"):
         assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
 
@@ -162,10 +162,10 @@ def test_replay_alone_reruns_from_stored_upstream_values_then_the_release_as_a_b
     assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in {e.step_key for e in shards}
     # the shards' step outputs are gone once merged: only the assets' own values stay stored
     assert not {p.name for p in config.storage_dir.iterdir()} & {r.run_id for r in instance.get_runs()}
-    # The replay came out the same, so no stage between it and the release runs again: only the release's
-    # assets, which the new version outdates.
+    # The replay came out the same, so no stage between it and the release runs again, nor the prepared
+    # release (graded and checked): only what names the release, which the new version outdates.
     assert release_run.job_name == "rebuild_release"
-    assert _steps(instance, release_run) == {*RELEASE_ASSETS, "release_tables_quality_suites"}
+    assert _steps(instance, release_run) == set(NAMES_THE_RELEASE)
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 9
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}

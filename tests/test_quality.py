@@ -112,7 +112,6 @@ def _release() -> PreparedRelease:
     }
     manifest = {"subsets": {"mbpp": counts}, "types": {"postgres": 1}, "normalization": normalization}
     return PreparedRelease(
-        "t",
         tasks,
         {
             "rejections.parquet": (rejections, REJECTION_SCHEMA),

@@ -49,7 +49,7 @@ def release(tmp_path, monkeypatch):
         ),
     ]
     manifest = {
-        "version": "t1",
+        "build_id": "fixture",
         "subsets": {
             "mbpp": subset_counts("mbpp", 2, tasks, rejected),
             "mbpp_plus": subset_counts("mbpp_plus", 1, tasks, rejected),
@@ -57,8 +57,10 @@ def release(tmp_path, monkeypatch):
         },
         "validation": {},
     }
-    config = BuildConfig(raw_dir=tmp_path, cache_dir=tmp_path / "cache", out_dir=tmp_path / "releases", catalog={})
-    return publish(config, PreparedRelease("t1", tasks, {}, manifest))
+    config = BuildConfig(
+        raw_dir=tmp_path, cache_dir=tmp_path / "cache", out_dir=tmp_path / "releases", catalog={}, version="t1"
+    )
+    return publish(config, PreparedRelease(tasks, {}, manifest))
 
 
 def test_the_card_declares_every_task_and_one_config_per_released_subset(release):
