@@ -105,11 +105,11 @@ def content_versioned(compute):
 RELEASE_SETTINGS = ("version", "out_dir", "validation_dir")
 
 
-def config_digest(config, release_stage: bool) -> str:
+def config_digest(config, names_release: bool) -> str:
     """The settings an asset depends on, as a digest (keys and secrets never shown): every one for an asset
     that names or places the release (pipelines.stages.NAMES_THE_RELEASE), all but RELEASE_SETTINGS for the
     others."""
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-    if not release_stage:
+    if not names_release:
         settings = {k: v for k, v in settings.items() if k not in RELEASE_SETTINGS}
     return content_digest(settings)[:16]

@@ -70,7 +70,7 @@ def _latest_partitions(
     build writes them all at once); None when a partition has none."""
     if not partitions:
         return NO_PARTITIONS
-    latest: dict[str, tuple[int, dict, str | None]] = {}
+    latest = {}  # partition -> its newest record
     cursor = None
     while len(latest) < len(partitions):
         page = instance.fetch_materializations(
@@ -79,23 +79,26 @@ def _latest_partitions(
             cursor=cursor,
         )
         for record in page.records:
-            digest = record.asset_materialization.metadata.get(PARTITION_DIGEST)
-            latest.setdefault(
-                record.partition_key, (record.storage_id, _recorded(record, tag_keys)[0], digest and digest.value)
-            )
+            latest.setdefault(record.partition_key, record)
         if not page.has_more:
             break
         cursor = page.cursor
     if len(latest) < len(partitions):
         return None
-    storage_ids = [s for s, _, _ in latest.values()]
+    tags = [_recorded(record, tag_keys)[0] for record in latest.values()]
+    storage_ids = [record.storage_id for record in latest.values()]
     return Recorded(
-        {tags[CODE_VERSION_TAG] for _, tags, _ in latest.values()},
+        {t[CODE_VERSION_TAG] for t in tags},
         min(storage_ids),
         max(storage_ids),
-        [tags for _, tags, _ in latest.values()],
-        partitions={k: (s, digest) for k, (s, _, digest) in latest.items()},
+        tags,
+        partitions={k: (record.storage_id, _digest(record)) for k, record in latest.items()},
     )
+
+
+def _digest(record) -> str | None:
+    digest = record.asset_materialization.metadata.get(PARTITION_DIGEST)
+    return digest and digest.value
 
 
 def _same_content_since(instance: dg.DagsterInstance, key: dg.AssetKey, theirs: Recorded, since: int) -> bool:

@@ -11,6 +11,7 @@ import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
 
+from assets.spider import PARTITION_DIGEST
 from pipelines.cli import build, execute, failure_messages, outcome, validate
 from pipelines.definitions import build_definitions
 from pipelines.freshness import outdated_assets
@@ -66,6 +67,16 @@ def test_counts_reconcile_per_subset_and_dialect(setup):
     assert {r["reason_code"] for r in rejections if r["level"] == "task"} >= {"malformed_record", "reference_timeout"}
 
 
+def _succeeded(instance, run) -> set[str]:
+    """The keys of the steps that succeeded in the run."""
+    return {e.step_key for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)}
+
+
+def _stages(steps: set[str]) -> set[str]:
+    """The stages the steps worked for (a task-sharded asset's steps as the asset)."""
+    return {step_stage(step) for step in steps}
+
+
 def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_reruns_only_the_release(
     setup, tmp_path, capsys
 ):
@@ -80,8 +91,7 @@ def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_rerun
     assert outdated == {"validation_reports", "release"}  # the prepared release is reused, not graded again
     assert build(moved, instance) == 0
     [run] = instance.get_runs(limit=1)
-    ran = {e.step_key for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.is_step_success}
-    assert ran == outdated
+    assert _succeeded(instance, run) == outdated
     for table in ("tasks.parquet", "rejections.parquet", "types.parquet", "databases.parquet"):
         assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
 
@@ -145,27 +155,22 @@ def test_a_version_is_never_overwritten_and_a_rerun_making_its_very_tables_leave
     assert not [p for p in elsewhere.iterdir() if p.name.startswith(".")]
 
 
-def _steps(instance, run) -> set[str]:
-    """The stages whose steps succeeded in the run (a task-sharded asset's steps as the asset)."""
-    return {step_stage(e.step_key) for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)}
-
-
 def test_replay_alone_reruns_from_stored_upstream_values_then_the_release_as_a_build_would(setup, capsys):
     config, instance = setup
     assert validate(config.with_(version="t2"), "replay", ["postgres"], instance=instance) == 0
     release_run, rerun = instance.get_runs(limit=2)
     assert rerun.job_name == "rerun_replay"  # the run list says what the run did
     assert (rerun.tags["plbench/stage"], rerun.tags["plbench/version"]) == ("replay", "t2")
-    assert _steps(instance, rerun) == {"replay_validation_postgres", "replay_validation_postgres_retention_floor"}
+    steps = _succeeded(instance, rerun)
+    assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in steps  # in process: one shard
     # upstream values are read back from storage, not recomputed: no step of theirs ran
-    shards = instance.all_logs(rerun.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
-    assert "replay_validation_postgres.replay_validation_postgres_shard[shard_0]" in {e.step_key for e in shards}
+    assert _stages(steps) == {"replay_validation_postgres", "replay_validation_postgres_retention_floor"}
     # the shards' step outputs are gone once merged: only the assets' own values stay stored
     assert not {p.name for p in config.storage_dir.iterdir()} & {r.run_id for r in instance.get_runs()}
     # The replay came out the same, so no stage between it and the release runs again, nor the prepared
     # release (graded and checked): only what names the release, which the new version outdates.
     assert release_run.job_name == "rebuild_release"
-    assert _steps(instance, release_run) == set(NAMES_THE_RELEASE)
+    assert _succeeded(instance, release_run) == set(NAMES_THE_RELEASE)
     _, manifest, _, _ = _release(config, "t2")
     assert manifest["subsets"]["mbpp"]["released"]["postgres"] == 9
     assert manifest["diff"] == {"against": "t1", "added": 0, "removed": 0, "changed": 0}
@@ -179,7 +184,7 @@ def test_each_subset_validation_is_a_stage_a_researcher_reruns_alone(setup):
     assert sorted(config.out_dir.iterdir()) == releases  # no --version: no release
     [rerun] = instance.get_runs(limit=1)
     assert rerun.job_name == "rerun_procedures"
-    assert _steps(instance, rerun) == {"procedures_validation"}
+    assert _succeeded(instance, rerun) == {"procedures_validation"}
 
 
 def test_spider_databases_are_normalized_loaded_and_reported(setup):
@@ -273,8 +278,15 @@ def test_one_database_partition_rebuilds_alone(setup):
 
     downstream = {"normalization_report", "spider_plsql_tasks"}
     assert not outdated() & downstream  # the partition holds what it held when they ran
-    other = dg.AssetMaterialization("normalized_databases_postgres", partition="spider1.shop")
-    instance.report_runless_asset_event(other._replace(metadata={"content_digest": dg.MetadataValue.text("other")}))
+    # the partition as it is but for its content: same code version and tags, another digest
+    key = dg.AssetKey("normalized_databases_postgres")
+    [latest] = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=["spider1.shop"]), limit=1
+    ).records
+    same = latest.asset_materialization
+    instance.report_runless_asset_event(
+        same._replace(metadata={**same.metadata, PARTITION_DIGEST: dg.MetadataValue.text("other")})
+    )
     assert outdated() >= downstream
     assert execute(config, [["normalized_databases_postgres"]], instance=instance, partition="spider1.shop").success
     assert not outdated() & downstream  # the same content as before they ran, again
