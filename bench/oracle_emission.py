@@ -13,7 +13,7 @@ BuildConfig.workers), against that one process's total of the same run. Wall and
 load. Goal (issue 12): the stage ≤ 20 s.
 
 Measured with the sources cache warm, main at 6d4553d and then the collector pause and less per-column
-work (stages.collector_paused, Dialect.sized_families, one JSON encoder), in one run at load 6 on the 2
+work (collector_paused, Dialect.sized_families, one JSON encoder), in one run at load 6 on the 2
 shared cores: one process 25.5 -> 15.9 s CPU (read 3.4 -> 1.3, normalize 8.8 -> 4.6, write 10.2 -> 7.8,
 check 3.1 -> 2.2); the stage 25.4 -> 20.0 s CPU with its 2 workers, 52.7 -> 43.0 s wall at that load.
 """
@@ -27,12 +27,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from plbench.collector import collector_paused
 from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_database_ddl
 from plbench.normalize.emit import normalize, write_files
 from plbench.spider.stages import (
-    collector_paused,
     ingest_spider1,
     ingest_spider2,
     load_source,

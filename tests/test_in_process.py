@@ -66,3 +66,30 @@ def test_a_stage_reading_its_inputs_first_gives_back_the_memory_earlier_stages_f
     assert io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream)) == [1, 2]
     assert before - process.memory_info().rss > 150 << 20
     assert len(held) == 2000
+
+
+class Loaded:
+    """Records, as it is unpickled, whether the cyclic collector was on."""
+
+    collector_on_while_loading: list[bool] = []
+
+    def __init__(self):
+        self.state = "stored"
+
+    def __setstate__(self, state):
+        Loaded.collector_on_while_loading.append(gc.isenabled())
+
+
+def test_a_stored_value_loads_with_the_collector_paused_and_resumed_after(tmp_path):
+    @dg.asset
+    def stage() -> list:
+        return [Loaded(), Loaded()]
+
+    storage = StageStorage(base_dir=str(tmp_path / "storage"))
+    assert dg.materialize([stage], resources={"io_manager": storage}).success
+    io_manager = storage.create_io_manager(dg.build_init_resource_context())
+    upstream = dg.build_output_context(asset_key=stage.key)
+    Loaded.collector_on_while_loading.clear()
+    loaded = io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream))
+    assert [type(v) for v in loaded] == [Loaded, Loaded]
+    assert Loaded.collector_on_while_loading == [False, False] and gc.isenabled()

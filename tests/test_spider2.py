@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pytest
 import sqlglot
 
+from plbench.collector import collector_paused
 from plbench.config import BuildConfig, NotConfigured
 from plbench.normalize.emit import normalize, schema_name
 from plbench.spider import spider2, spider2_values, stages
@@ -27,7 +28,7 @@ from plbench.spider.spider2 import parse_ddl, unpack_archives
 from plbench.spider.spider2_rows import build_spider2
 from plbench.spider.spider2_tasks import resolve_database
 from plbench.spider.spider2_values import nested_json, python_repr_value
-from plbench.spider.stages import collector_paused, ingest_spider2, normalize_database, normalize_databases
+from plbench.spider.stages import ingest_spider2, normalize_database, normalize_databases
 from tests.fixtures import LITE, write_spider2
 
 

@@ -11,14 +11,11 @@ which Dagster stores and hands to the task stages whichever run produced it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import json
 import multiprocessing
 import multiprocessing.util
 import pickle
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plbench.collector import collector_paused
 from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.static_checks import check_database_ddl
@@ -255,28 +253,6 @@ def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceD
     tmp.write_bytes(pickle.dumps((key, source)))
     tmp.replace(path)
     return source
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a while. Reading and emitting a database allocates
-    millions of objects that hold no cycles (values, rows, literals, decisions), and each 700 more of
-    them start a collection, which every 10th and 100th time walks the older objects (the source
-    database) too. Reference counting frees them all anyway. As a function's decorator, the
-    function's objects are freed before the collector is back: it then walks only what the function
-    returned and the cycles it made (sqlglot trees). The collector is one per process, so only the main
-    thread pauses it: two threads (normalize_databases on PostgreSQL in a daemon process) pausing and
-    resuming it would race, and one could leave it off for good."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @collector_paused()
