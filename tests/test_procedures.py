@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import threading
 
 import pytest
@@ -12,6 +13,7 @@ from plbench.engines import pg_session
 from plbench.procedures.build import context
 from plbench.procedures.grade import ProcedureTask, grade, row_difference
 from plbench.procedures.lift import LiftError, lift
+from plbench.procedures.model import Sql, walk
 from plbench.procedures.mutants import OPERATORS, drop_dml, mutants_of
 from plbench.procedures.parallel import each_database
 from plbench.procedures.seeds import not_seedable
@@ -443,3 +445,21 @@ def test_a_mutant_that_drops_a_body_s_only_statement_renders_a_null_statement_in
         "  NULL;\nEND sp_flag_customer;"
     )
     assert "\nBEGIN\n  NULL;\nEND;\n" in mutant.procedure.render("postgres")
+
+
+def test_a_stored_seed_renders_without_rebuilding_its_trees(seeds):
+    original = seeds["procfix/train/2/summary_row"]
+    texts = {d: original.seed.procedure.render(d) for d in original.seed.dialects}
+    back = pickle.loads(pickle.dumps(original))
+    statements = [s for s in walk(back.seed.procedure.body) if isinstance(s, Sql)]
+    assert statements and back.seed.dialects == original.seed.dialects == ("oracle", "postgres")
+    # a procedure of the stored statements renders from the texts each statement kept
+    assert {d: back.seed.procedure.with_body(back.seed.procedure.body).render(d) for d in texts} == texts
+    assert not any(s.trees.loaded for s in statements) and not back.seed.lifted.trees.loaded
+    insert = next(s for s in walk(original.seed.procedure.body) if isinstance(s, Sql))
+    assert statements[0].trees["postgres"].sql("postgres") == insert.trees["postgres"].sql("postgres")
+    assert statements[0].trees.loaded and statements[0] == insert  # a tree read rebuilds them all
+    again = pickle.loads(pickle.dumps(back))  # loaded trees are stored again
+    assert [s.trees["oracle"] for s in walk(again.seed.procedure.body) if isinstance(s, Sql)] == [
+        s.trees["oracle"] for s in statements
+    ]

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from plbench.dialects import DIALECTS
 from plbench.normalize.emit import NormalizedColumn, NormalizedDatabase, NormalizedTable
+from plbench.procedures.stored_trees import TreesStoredApart
 
 MAX_PARAMS = 3
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
@@ -48,7 +49,7 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Lifted:
+class Lifted(TreesStoredApart):
     source_id: str  # "<split>/<gold source id>"
     database: str
     question: str

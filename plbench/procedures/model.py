@@ -15,10 +15,11 @@ from sqlglot import exp
 
 from plbench.procedures.dialect_text import ERROR_CODES, PROCEDURE_TEXT
 from plbench.procedures.lift import Param
+from plbench.procedures.stored_trees import TreesStoredApart
 
 
 @dataclass(frozen=True)
-class Sql:
+class Sql(TreesStoredApart):
     """A DML statement: `kind` is delete / insert / update.
 
     Its trees are never edited once it exists (an edit makes a new statement of copies), so each dialect's
@@ -35,7 +36,7 @@ class Sql:
 
 
 @dataclass(frozen=True)
-class CountInto:
+class CountInto(TreesStoredApart):
     """`SELECT COUNT(*) INTO var FROM … WHERE …` (a tree of `SELECT COUNT(*) FROM …` per dialect; rendered
     once per dialect, as Sql is)."""
 
@@ -74,9 +75,11 @@ class Todo:
 
 
 @dataclass(frozen=True)
-class RowLoop:
+class RowLoop(TreesStoredApart):
     """One DML statement per row of a query, the row in `row`: what B2's slow baselines do instead of one
     set-based statement (a tree of the query and one of the statement per dialect)."""
+
+    TREE_FIELDS = ("trees", "inner")
 
     trees: dict[str, exp.Expression]
     inner: dict[str, exp.Expression]
