@@ -13,76 +13,22 @@ asset's version, those join the versions of the assets that write or name the re
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
-import hashlib
 import inspect
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
 
 import dagster as dg
 
+from plbench.code_closure import LIBRARY, ROOT, closure, files_digest
 from plbench.content_digest import content_digest
 from plbench.raw_sources.catalog import CATALOG_PATH
-
-ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = "plbench"
-
-
-@functools.cache  # asked for every import of every file in a closure: 13,000 times a definitions load
-def _file_of(module: str) -> Path | None:
-    base = ROOT.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _statements(nodes: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included (an import is a statement: no expression holds one)."""
-    for node in nodes:
-        yield node
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            yield from _statements(getattr(node, field, None) or [])
-
-
-@functools.cache  # each asset module's closure walks the same library files: parse each once
-def _imports(path: Path) -> frozenset[str]:
-    """The `plbench` modules a file names in its imports (`from plbench.x import y` may name module x.y)."""
-    names = set()
-    for node in _statements(ast.parse(path.read_text(encoding="utf-8")).body):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return frozenset(n for n in names if n == LIBRARY or n.startswith(LIBRARY + "."))
-
-
-@functools.cache
-def source_files(module: str) -> tuple[Path, ...]:
-    """The module's file and every library file it reaches through imports, sorted."""
-    seen: set[Path] = set()
-    todo = [module]
-    while todo:
-        path = _file_of(todo.pop())
-        if path is None or path in seen:
-            continue
-        seen.add(path)
-        todo += sorted(_imports(path))
-    return tuple(sorted(seen))
 
 
 def code_version(*modules: str) -> str:
     """sha256 (first 16 hex digits) of the modules' source closure and the library's rule data."""
     rules = [*sorted((ROOT / LIBRARY / "quality_suites").glob("*.json")), CATALOG_PATH]
-    closure = sorted({path for module in modules for path in source_files(module)})
-    digest = hashlib.sha256()
-    for path in (*closure, *rules):
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return files_digest([*closure(*modules), *rules])
 
 
 def content_versioned(compute):

@@ -149,16 +149,18 @@ def test_graph_names_say_what_each_node_is_and_every_asset_reaches_the_release()
 
 
 def test_code_versions_follow_the_code_an_asset_runs():
-    from assets.versions import ROOT, code_version, source_files
+    from assets.versions import code_version
+    from plbench.code_closure import ROOT, source_digest, source_files
 
     files = {p.relative_to(ROOT).as_posix() for p in source_files("assets.replay")}
     assert {"assets/replay.py", "plbench/mbpp/stages.py", "plbench/validation/replay.py"} <= files
     assert "plbench/spider/stages.py" not in files  # a Spider change leaves replay fresh
     assert code_version("assets.replay") == code_version("assets.replay") != code_version("assets.spider")
+    assert source_digest("plbench.validation.replay") != source_digest("plbench.spider.stages")
 
 
 def test_imports_are_found_in_every_nested_block(tmp_path):
-    from assets.versions import _imports
+    from plbench.code_closure import _imports
 
     source = tmp_path / "m.py"
     source.write_text(
