@@ -121,13 +121,23 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None, verd
         ]
 
 
-def passes(engine: Engine, task: dict, code: str, schema: str | None = None) -> bool:
+# Case verdicts another run may decide otherwise: a case that ran out of time, or did not run at all.
+UNSETTLED = frozenset({"TIMEOUT", "NOT_RUN"})
+
+
+def passes(engine: Engine, task: dict, code: str, schema: str | None = None) -> bool | None:
     """Whether a candidate passes every case, as `grade` says, for a gate that needs nothing more: a
-    procedure's calls stop at the first that fails, without the detail of what differs."""
-    return all(r["verdict"] == "PASS" for r in grade(engine, task, code, schema, verdict_only=True))
+    procedure's calls stop at the first that fails, without the detail of what differs. None: it did not
+    pass, but a case's verdict is UNSETTLED (a gate keeps no such verdict for a later build)."""
+    verdicts = {r["verdict"] for r in grade(engine, task, code, schema, verdict_only=True)}
+    if verdicts <= {"PASS"}:
+        return True
+    return None if verdicts & UNSETTLED else False
 
 
-def passes_each(engine: Engine, graded: list[tuple[dict, list[str]]], schema: str | None = None) -> list[list[bool]]:
+def passes_each(
+    engine: Engine, graded: list[tuple[dict, list[str]]], schema: str | None = None
+) -> list[list[bool | None]]:
     """`passes` of candidates the build made (the trivial-candidate gate): per (task, codes), of each code.
     Procedure tasks of one database share one copy of it (plbench.procedures.rows.grade_tasks_each);
     should a candidate end that session, each is graded alone, as `passes` grades any candidate."""

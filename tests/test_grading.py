@@ -21,7 +21,7 @@ from pipelines import cli
 from plbench.config import NotConfigured
 from plbench.diagnostics import INTERFACE, INVALID_ARTIFACT, WRONG_LOGIC
 from plbench.engines.postgres import CANDIDATE_ROLE, PostgresEngine
-from plbench.evaluate import Candidate, evaluate, grade, read_solutions
+from plbench.evaluate import Candidate, evaluate, grade, passes, read_solutions
 from plbench.grading.blocks import csv_lines, expected_outputs
 from plbench.grading.results import summarize
 from plbench.grading.trivial import REASON, gate_parts, run_trivial, trivial_gate
@@ -160,6 +160,13 @@ def test_role_settings_a_candidate_commits_do_not_persist(pg_engine, fast):
             assert _verdicts(grade(fresh, release_row(SORT), RIGHT)) == ["PASS"] * 3, attack
         finally:
             fresh.close()
+
+
+def test_a_candidate_that_ran_out_of_time_has_no_settled_verdict(fast):
+    slow = _function("PERFORM pg_sleep(3 * cardinality(xs)); RETURN ARRAY(SELECT x FROM unnest(xs) x ORDER BY x);")
+    wrong = _function("RETURN xs;")
+    task = release_row(SORT)
+    assert [passes(fast, task, code) for code in (RIGHT, wrong, slow)] == [True, False, None]
 
 
 def test_ending_the_transaction_drops_neither_the_timeout_nor_leaves_a_schema(pg_engine, fast):

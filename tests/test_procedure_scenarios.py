@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 import sqlglot
@@ -13,6 +14,7 @@ from plbench.procedures.build import context, database_procedures
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.tasks import AdapterRejected
 from plbench.procedures.workspace import Workspace
+from plbench.taskrow import as_record
 from tests.procedure_fixtures import subset_part
 
 
@@ -565,6 +567,24 @@ def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grad
         group = out.manifest["trivial_candidates"][name]["groups"][f"{name}/postgres"]
         assert group["tasks"] == 1 and all(c == {"ran": 1, "passed": []} for c in group["candidates"].values())
     assert [len(p.rows) for p in gated] == [2, 2]
+
+
+def test_a_procedure_call_that_runs_out_of_time_is_an_unsettled_timeout(part, pg_engine):
+    from plbench.engines.postgres import PostgresEngine
+    from plbench.evaluate import grade, passes, passes_each
+
+    row = next(r for r in _rows_of(part, REPORT, "postgres") if r.scenario == "a1")
+    task = as_record(row)
+    slow = row.reference_code.replace("BEGIN\n", "BEGIN\n  PERFORM pg_sleep(5);\n", 1)
+    assert slow != row.reference_code
+    fast = PostgresEngine.start(pg_engine._dsn, Path("unused"), statement_timeout_s=0.5)
+    try:
+        verdicts = [r["verdict"] for r in grade(fast, task, slow)]
+        assert verdicts[0] == "TIMEOUT" and set(verdicts[1:]) <= {"FAIL", "TIMEOUT"}
+        assert passes(fast, task, slow) is None and passes(fast, task, row.reference_code) is True
+        assert passes_each(fast, [(task, [slow, row.reference_code, row.scaffold])]) == [[None, True, False]]
+    finally:
+        fast.close()
 
 
 def test_oracle_procedure_rows_are_parsed_statement_by_statement(part):

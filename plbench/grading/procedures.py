@@ -43,7 +43,7 @@ def grade_procedure(
             rows.append(_case(n, "PASS", None, ""))
         else:
             detail = graded.detail if n == first else f"fails too; the first failure, call {first}: {graded.detail}"
-            rows.append(_case(n, "FAIL", graded.category, detail))
+            rows.append(_case(n, "TIMEOUT" if n in graded.timed_out else "FAIL", graded.category, detail))
     return rows
 
 

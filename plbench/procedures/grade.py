@@ -39,6 +39,17 @@ class Grade:
     detail: str = ""
     category: str | None = None
     metrics: dict = field(default_factory=dict)  # a scenario's measurements (B2: speedups and work counters)
+    timed_out: tuple[int, ...] = ()  # the calls (from 1) that ran out of time: another run may decide them otherwise
+
+    @property
+    def verdict(self) -> bool | None:
+        """True when it passed, False when it failed, None when it failed but a call ran out of time."""
+        return True if self.passed else (None if self.timed_out else False)
+
+
+def timed_out_calls(trace) -> tuple[int, ...]:
+    """The calls (from 1) of a run that ran out of time."""
+    return tuple(n for n, call in enumerate(trace.calls, start=1) if call.error == "timeout")
 
 
 def _rows(workspace: Workspace, table: str) -> list[tuple[str, str]]:
@@ -135,13 +146,15 @@ def grade_in(
         other = reference_workspace() if reference_workspace else workspace
         reference = _reference_rows(other, task, first["index"], first["table"], built)
         detail += ", " + row_difference(reference, first["rows"])
-    return Grade(False, verdicts, detail, WRONG_LOGIC)
+    return Grade(False, verdicts, detail, WRONG_LOGIC, timed_out=timed_out_calls(trace))
 
 
 def not_installed(trace: Trace, calls: int) -> Grade:
     """Every call fails; the category comes from the engine's code of why the candidate did not install."""
     code = trace.install_error.split(":", 1)[0]
-    return Grade(False, ["fail"] * calls, f"does not install: {trace.install_error}", category_of(code))
+    timed_out = tuple(range(1, calls + 1)) if code == "timeout" else ()
+    detail = f"does not install: {trace.install_error}"
+    return Grade(False, ["fail"] * calls, detail, category_of(code), timed_out=timed_out)
 
 
 def call_verdicts(expected: tuple[tuple, ...], trace: Trace) -> list[str]:

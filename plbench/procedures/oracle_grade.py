@@ -14,7 +14,15 @@ from __future__ import annotations
 import weakref
 
 from plbench.diagnostics import REFERENCE_ERROR, WRONG_LOGIC
-from plbench.procedures.grade import Grade, ProcedureTask, call_verdicts, first_mismatch, not_installed, row_difference
+from plbench.procedures.grade import (
+    Grade,
+    ProcedureTask,
+    call_verdicts,
+    first_mismatch,
+    not_installed,
+    row_difference,
+    timed_out_calls,
+)
 from plbench.procedures.oracle_workspace import OracleTrace, OracleWorkspace
 
 # engine -> (copy, setup, reference, calls) -> the reference's run: candidates of one task share it
@@ -59,5 +67,5 @@ def compared(reference: OracleTrace, trace: OracleTrace) -> Grade:
             if table:
                 theirs = reference.rows[index].get(table, [])
                 what += ", " + row_difference(theirs, trace.rows[index].get(table, []))
-            return Grade(False, verdicts, what, WRONG_LOGIC)
+            return Grade(False, verdicts, what, WRONG_LOGIC, timed_out=timed_out_calls(trace))
     return Grade(True, verdicts)

@@ -100,18 +100,20 @@ def grade_task(engine, task: dict, candidate: str, schema: str | None = None, ve
     return _graded_on(engine, task, db, candidate, verdict_only)
 
 
-def grade_tasks_each(engine, graded: list[tuple[dict, list[str]]], schema: str | None = None) -> list[list[bool]]:
+def grade_tasks_each(
+    engine, graded: list[tuple[dict, list[str]]], schema: str | None = None
+) -> list[list[bool | None]]:
     """Per (task, candidates) of tasks of one database, whether each candidate passes every call
-    (`grade_task`'s verdict), all graded one after another in one copy of the database, every run rolled
-    back before the next: for the candidates the build made (the trivial-candidate gate), as a candidate's
-    session-level leftovers would reach the next one's run."""
+    (`grade_task`'s Grade.verdict: None when a call ran out of time), all graded one after another in one
+    copy of the database, every run rolled back before the next: for the candidates the build made (the
+    trivial-candidate gate), as a candidate's session-level leftovers would reach the next one's run."""
     schemas = {schema or database_schema(task) for task, _ in graded}
     if len(schemas) != 1:
         raise ValueError(f"one copy grades the tasks of one database, not of {len(schemas)}")
     (schema,) = schemas
     with engine.session(reads=(schema,)) as session:
         workspace = Workspace(session, DatabaseCopy.introspect(session, schema))
-        return [[_graded_on(engine, t, workspace.db, c, True, workspace).passed for c in codes] for t, codes in graded]
+        return [[_graded_on(engine, t, workspace.db, c, True, workspace).verdict for c in codes] for t, codes in graded]
 
 
 def grade_copied(engine, task: dict, candidate: str, normalized_dir: Path | None = None) -> Grade:
