@@ -19,6 +19,8 @@ from pipelines.resources import EnginesResource
 from pipelines.stages import seconds_by_stage
 from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
+from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
+from plbench.grading.verdict_cache import VerdictCache
 from plbench.quality import check_release, failed_suites
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.validation.crosscheck import CrosscheckReport
@@ -46,7 +48,8 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
     ) -> PreparedRelease:
         parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in subsets]
         with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
-            parts = gate_parts(parts, engine, build.workers)
+            cache = VerdictCache(build.cache_dir / VERDICTS_FILE, engine)
+            parts = gate_parts(parts, engine, build.workers, cache)
         prepared = prepare_release(build, parts)
         prepared.manifest["quality"] = check_release(prepared)
         prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])
@@ -55,6 +58,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
                 "build_id": prepared.manifest["build_id"],
                 "rows": dg.MetadataValue.json({k: len(v[0]) for k, v in prepared.tables.items()}),
                 "quality": dg.MetadataValue.json(prepared.manifest["quality"]),
+                "trivial_verdicts": dg.MetadataValue.json(cache.counts),
             }
         )
         return prepared

@@ -3,6 +3,7 @@ stored (`plbench build` once first), against the baseline of every candidate gra
 
     PYTHONPATH=. python bench/gate_time.py [--storage DIR] [--subsets a,b] [--workers N] [--skip-baseline]
     PYTHONPATH=. python bench/gate_time.py --baseline REV [--rounds 2] [--storage DIR] [--subsets a,b]
+    PYTHONPATH=. python bench/gate_time.py --kept [--storage DIR] [--subsets a,b]
 
 The subsets' release parts are made as bench/release_time.py makes them; then the gate runs twice on
 them, on this checkout's PostgreSQL: first as the baseline (every candidate graded alone, in a session
@@ -10,6 +11,10 @@ and a copy of its database of its own: `plbench.evaluate.passes`, the gate befor
 `plbench.evaluate.passes_each`), then as the gate runs now. Each run prints its wall time and the CPU of
 this process's tree with the PostgreSQL server, per subset the candidates graded; then the two
 outputs (every part's rows, rejections and manifest) are compared, and a difference fails the run.
+
+With `--kept` the baseline is the gate as it runs now with no verdicts kept, then the gate runs with a
+verdict cache (plbench.grading.verdict_cache, in a temporary file): empty, so it grades everything and
+fills it, then filled, as a rebuild whose tasks did not change finds it; outputs compared with the baseline's.
 
 With `--baseline REV` the baseline is instead the gate of a git revision, each revision in a process of
 its own (bench/revisions.py), rounds alternating which goes first; the outputs are compared by a digest
@@ -25,6 +30,7 @@ import json
 import os
 import pickle
 import statistics
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +41,7 @@ from pipelines.resources import open_engines
 from plbench.config import SETTINGS_ENV, BuildConfig
 from plbench.evaluate import passes
 from plbench.grading import trivial
+from plbench.grading.verdict_cache import FILE_NAME, VerdictCache
 from plbench.subsets import SUBSETS
 
 HERE = Path(__file__).resolve()
@@ -45,9 +52,11 @@ def each_alone(engine, graded: list[tuple[dict, list[str]]], schema: str | None 
     return [[passes(engine, task, code, schema) for code in codes] for task, codes in graded]
 
 
-def timed_gate(label: str, parts: list, config: BuildConfig, sampler: MemorySampler, passes_each) -> list:
+def timed_gate(
+    label: str, parts: list, config: BuildConfig, sampler: MemorySampler, passes_each, kept_in: Path | None = None
+) -> list:
     """The gate with `passes_each` for the verdicts, on an engine of its own (fresh pooled backends), as
-    `release_tables` opens one."""
+    `release_tables` opens one; with `kept_in`, the verdict cache there."""
     graded: Counter = Counter()
 
     def counted(engine, tasks_codes, schema=None) -> list[list[bool]]:
@@ -58,14 +67,28 @@ def timed_gate(label: str, parts: list, config: BuildConfig, sampler: MemorySamp
     began, wall = time.time(), time.perf_counter()
     try:
         with open_engines(config, ["postgres"]) as engines:
-            out = trivial.gate_parts(parts, engines["postgres"], config.workers)
+            cache = VerdictCache(kept_in, engines["postgres"]) if kept_in else None
+            out = trivial.gate_parts(parts, engines["postgres"], config.workers, cache)
     finally:
         trivial.passes_each = original
     seconds = time.perf_counter() - wall
     time.sleep(0.5)  # a last CPU sample inside the run
     cpu = sampler.cpu_between(began, time.time())
-    print(f"{label:9s} {seconds:7.1f} s wall, {cpu:7.1f} s tree CPU (with the server); graded: {dict(graded)}")
+    kept = f"; verdicts {cache.counts}" if cache else ""
+    print(f"{label:9s} {seconds:7.1f} s wall, {cpu:7.1f} s tree CPU (with the server); graded: {dict(graded)}{kept}")
     return out
+
+
+def kept_verdicts(parts: list, config: BuildConfig, sampler: MemorySampler) -> None:
+    """The gate with no verdicts kept (the baseline), then with a verdict cache, empty and then filled."""
+    baseline = timed_gate("baseline", parts, config, sampler, trivial.passes_each)
+    with tempfile.TemporaryDirectory() as tmp:
+        for label in ("empty", "filled"):
+            out = timed_gate(label, parts, config, sampler, trivial.passes_each, Path(tmp) / FILE_NAME)
+            same = outputs(baseline) == outputs(out)
+            print(f"  outputs ({label} cache):", "identical" if same else "DIFFERENT")
+            if not same:
+                raise SystemExit(1)
 
 
 def outputs(parts: list) -> list:
@@ -127,6 +150,7 @@ def main() -> None:
     parser.add_argument("--skip-baseline", action="store_true", help="only the gate as it runs now")
     parser.add_argument("--baseline", help="a git revision whose gate is the baseline, each in its own process")
     parser.add_argument("--rounds", type=int, default=2, help="with --baseline: runs of each revision")
+    parser.add_argument("--kept", action="store_true", help="the gate without, then with a verdict cache")
     parser.add_argument("--child", nargs=3, metavar=("STORAGE", "SUBSETS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -145,6 +169,10 @@ def main() -> None:
         config = dataclasses.replace(config, workers=args.workers)
     sampler = MemorySampler(config.pg_data_dir)
     sampler.start()
+    if args.kept:
+        kept_verdicts(parts, config, sampler)
+        sampler.stopped.set()
+        return
     baseline = None if args.skip_baseline else timed_gate("baseline", parts, config, sampler, each_alone)
     now = timed_gate("gate", parts, config, sampler, trivial.passes_each)
     sampler.stopped.set()

@@ -487,3 +487,18 @@ def test_the_gate_groups_procedure_tasks_by_database_and_distinct_grading_inputs
     tasks.append(task(6, None, 9, kind="function"))
     ids = [[t["task_id"] for t in batch] for batch in trivial.batches(tasks)]
     assert ids == [["t6"], ["t1", "t4", "t2"], ["t5"], ["t3"]]
+
+
+def test_a_kept_verdict_is_keyed_by_the_row_but_its_stamps_and_by_its_database_s_content(fast, tmp_path):
+    from plbench.grading.verdict_cache import VerdictCache
+
+    cache = VerdictCache(tmp_path / "verdicts.sqlite3", fast)
+    task = {**release_row(SORT), "database": "fixture", "build_id": "one"}
+    keys = cache.keys(task, [RIGHT, "other code"])
+    assert len(set(keys)) == 2 and cache.keys({**task, "build_id": "two"}, [RIGHT]) == keys[:1]
+    assert cache.keys({**task, "test_cases": "[]"}, [RIGHT]) != keys[:1]
+    database = {**FIXTURE_DB, "data_sha256": "a" * 64}
+    cache.identify_databases([database])
+    loaded = cache.keys(task, [RIGHT])
+    cache.identify_databases([{**database, "data_sha256": "b" * 64}])
+    assert len({keys[0], *loaded, *cache.keys(task, [RIGHT])}) == 3

@@ -569,6 +569,49 @@ def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grad
     assert [len(p.rows) for p in gated] == [2, 2]
 
 
+def test_the_release_gate_keeps_settled_verdicts_and_grades_only_what_they_do_not_hold(
+    part, pg_engine, tmp_path, monkeypatch
+):
+    from plbench.grading import trivial
+    from plbench.grading.verdict_cache import VerdictCache
+
+    one = dataclasses.replace(part, rows=_rows_of(part, REPORT))
+    graded, passes_each, unsettle = [], trivial.passes_each, []
+
+    def counted(engine, tasks_codes, schema):  # records (task id, code) graded; those in `unsettle` say None
+        verdicts = passes_each(engine, tasks_codes, schema)
+        pairs = [[(task["task_id"], code) for code in codes] for task, codes in tasks_codes]
+        graded.extend(pair for each in pairs for pair in each)
+        return [[None if p in unsettle else v for p, v in zip(ps, vs)] for ps, vs in zip(pairs, verdicts)]
+
+    monkeypatch.setattr(trivial, "passes_each", counted)
+    path = tmp_path / "verdicts.sqlite3"
+    first = trivial.gate_parts([one], pg_engine, cache=VerdictCache(path, pg_engine))[0]
+    settled = len(graded)
+    cache = VerdictCache(path, pg_engine)
+    again = trivial.gate_parts([one], pg_engine, cache=cache)[0]
+    assert settled > 0 and len(graded) == settled  # nothing graded again
+    assert cache.counts == {"kept": settled, "graded": 0, "unsettled": 0}
+    assert (again.rows, again.manifest) == (first.rows, first.manifest)
+    # a row that changed is graded again
+    changed = [dataclasses.replace(r, prompt=r.prompt + " Again.") for r in one.rows]
+    trivial.gate_parts([dataclasses.replace(one, rows=changed)], pg_engine, cache=VerdictCache(path, pg_engine))
+    assert len(graded) == 2 * settled
+    # another statement timeout is another scope: nothing is read from the one before
+    monkeypatch.setattr(pg_engine, "statement_timeout_s", pg_engine.statement_timeout_s + 1)
+    assert VerdictCache(path, pg_engine).kept == {}
+    # an unsettled verdict (a call ran out of time) is not kept, so the next gate grades it again
+    monkeypatch.undo()
+    monkeypatch.setattr(trivial, "passes_each", counted)
+    unsettle.append(graded[0])
+    fresh = tmp_path / "fresh.sqlite3"
+    trivial.gate_parts([one], pg_engine, cache=VerdictCache(fresh, pg_engine))
+    before = len(graded)
+    cache = VerdictCache(fresh, pg_engine)
+    trivial.gate_parts([one], pg_engine, cache=cache)
+    assert graded[before:] == unsettle and cache.counts == {"kept": settled - 1, "graded": 1, "unsettled": 1}
+
+
 def test_a_procedure_call_that_runs_out_of_time_is_an_unsettled_timeout(part, pg_engine):
     from plbench.engines.postgres import PostgresEngine
     from plbench.evaluate import grade, passes, passes_each

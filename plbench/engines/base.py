@@ -84,6 +84,7 @@ class Session(Protocol):
 class Engine(Protocol):
     dialect: str
     copies_databases: bool  # a session loads a task's database itself (Oracle) rather than reading a loaded one
+    statement_timeout_s: float  # how long one statement or call may run
 
     def version(self) -> str: ...
 

@@ -371,6 +371,7 @@ class OracleEngine:
     def __init__(self, target: OracleDsn, connect_timeout_s: float = 10.0, statement_timeout_s: float = 10.0):
         self._target = target
         self._connect_timeout_s = connect_timeout_s
+        self.statement_timeout_s = statement_timeout_s
         self._call_timeout_ms = max(1, round(statement_timeout_s * 1000))
         self._conn: oracledb.Connection | None = None
         self._session_lock = threading.Lock()

@@ -145,6 +145,7 @@ class PostgresEngine:
 
     def __init__(self, dsn: str, statement_timeout_s: float = 10.0, server: object | None = None):
         self._dsn = dsn
+        self.statement_timeout_s = statement_timeout_s
         self._timeout_ms = max(1, round(statement_timeout_s * 1000))
         self._server = server  # the pgserver handle, kept so its bookkeeping lives as long as we do
         self._idle: list[psycopg.Connection] = []

@@ -36,6 +36,7 @@ from plbench.engines.base import Engine
 from plbench.evaluate import passes_each, task_kind
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.functions import typed_task
+from plbench.grading.verdict_cache import VerdictCache
 from plbench.mbpp.artifacts import TaskEmitter, repr_sql
 from plbench.records import Rejection
 from plbench.taskrow import task_records
@@ -120,10 +121,12 @@ def run_trivial(
     schemas: dict[tuple[str, str], str],
     workers: int = 1,
     candidates_of: Callable[[dict], list[tuple[str, str]]] = trivial_candidates,
+    cache: VerdictCache | None = None,
 ) -> dict[tuple, dict[str, bool]]:
     """(task_id, dialect) -> {trivial candidate: whether it passed every case}, for the tasks of the
     engine's dialect, `workers` groups (`batches`) at a time; `schemas` maps (database, dialect) to its
-    loaded schema. A candidate is graded once per distinct `grading_inputs` of the tasks it is given."""
+    loaded schema. A candidate is graded once per distinct `grading_inputs` of the tasks it is given, and
+    not at all when `cache` holds its verdict from an earlier gate (which it then holds for later ones)."""
     known: dict[tuple, bool] = {}  # (what the verdict depends on, code) -> passed, filled as it goes
 
     def verdicts(batch: list[dict]) -> list[dict[str, bool]]:
@@ -132,10 +135,20 @@ def run_trivial(
         for task, (inputs, candidates) in zip(batch, made):
             codes = todo.setdefault(inputs, (task, []))[1]
             codes += [c for c in dict.fromkeys(c for _, c in candidates) if (inputs, c) not in known and c not in codes]
-        graded = [(task, codes) for task, codes in todo.values() if codes]
+        keyed: dict[tuple, str] = {}  # (grading inputs, code) -> its key in the cache
+        if cache:
+            for inputs, (task, codes) in todo.items():
+                keyed |= {(inputs, code): key for code, key in zip(codes, cache.keys(task, codes))}
+            kept = cache.get(list(keyed.values()))
+            known.update({pair: kept[key] for pair, key in keyed.items() if key in kept})
+        graded = [(task, [c for c in codes if (inputs, c) not in known]) for inputs, (task, codes) in todo.items()]
+        graded = [(task, codes) for task, codes in graded if codes]
         schema = schemas.get((batch[0].get("database"), batch[0]["dialect"]))
         for (task, codes), passed in zip(graded, passes_each(engine, graded, schema)):
-            known.update({(grading_inputs(task), code): ok for code, ok in zip(codes, passed)})
+            inputs = grading_inputs(task)
+            known.update({(inputs, code): bool(ok) for code, ok in zip(codes, passed)})
+            if cache:
+                cache.put({keyed[(inputs, code)]: ok for code, ok in zip(codes, passed)})
         return [{name: known[(inputs, code)] for name, code in candidates} for inputs, candidates in made]
 
     mine = [t for t in tasks if t["dialect"] == engine.dialect]
@@ -184,11 +197,14 @@ def trivial_gate(tasks: list[dict], results: dict[tuple, dict]) -> tuple[set[tup
     return drop, rejections, section
 
 
-def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) -> list:
+def gate_parts(
+    parts: list, engine: Engine | NotConfigured, workers: int = 1, cache: VerdictCache | None = None
+) -> list:
     """The release gate on every subset's part (plbench.subsets.SubsetRelease): each subset's trivial
     candidates run on its PostgreSQL rows; the rows `trivial_gate` drops become rejections, and the
     part's manifest gets its `trivial_candidates` section. Without a PostgreSQL engine nothing runs and
-    the sections say why."""
+    the sections say why. With `cache`, verdicts an earlier gate settled are read from it, and this
+    gate's settled verdicts are saved in it."""
     from plbench.evaluate import loaded_schemas
     from plbench.subsets import subset
 
@@ -197,6 +213,8 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
         return [_with_gate(p, set(), [], {"ran": False, "reason": engine.reason}) if p else p for p in parts]
     databases = [row for p in present for row in p.tables.get("databases.parquet", ([], None))[0]]
     schemas = loaded_schemas(databases)
+    if cache:
+        cache.identify_databases(databases)
     by_key = {r.key: r for p in present for r in p.rows}
     made = {key: found for p in present for key, found in p.trivial_candidates.items()}
 
@@ -208,8 +226,10 @@ def gate_parts(parts: list, engine: Engine | NotConfigured, workers: int = 1) ->
     # verdict is graded once for the parts sharing its grading inputs (multiturn's turns are procedures_ile's
     # rounds, interactive's tasks procedures' seeds). Only the rows graded are held as records meanwhile.
     mine = [t for p in present for t in task_records([r for r in p.rows if r.dialect == engine.dialect])]
-    results = run_trivial(mine, engine, schemas, workers, candidates_of)
+    results = run_trivial(mine, engine, schemas, workers, candidates_of, cache)
     del mine
+    if cache:
+        cache.save()
     gated = {}
     for part in present:
         own = {r.key: results[r.key] for r in part.rows if r.key in results}
