@@ -56,6 +56,15 @@ class MemorySampler(threading.Thread):
         return inside[-1] - inside[0] if inside else 0.0
 
 
+def _descendants(proc: psutil.Process) -> list[psutil.Process]:
+    """The process's descendants now; none when one ended while they were listed (a backend or a sandbox
+    child exits at any time: the next sample counts the others)."""
+    try:
+        return proc.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
 def tree_sample(server_dir: str) -> tuple[int, int, float]:
     """(this process's resident bytes, its tree's, the tree's CPU seconds). The tree is this process,
     its descendants (sandbox children, worker processes) and the PostgreSQL server whose data folder
@@ -63,10 +72,10 @@ def tree_sample(server_dir: str) -> tuple[int, int, float]:
     between processes (PostgreSQL's shared buffers) once per process: an upper bound. CPU counts the
     processes alive and those their parents have reaped."""
     me = psutil.Process()
-    tree = {me, *me.children(recursive=True)}
+    tree = {me, *_descendants(me)}
     for proc in psutil.process_iter(["cmdline"]):
         if server_dir in (proc.info["cmdline"] or []):
-            tree |= {proc, *proc.children(recursive=True)}
+            tree |= {proc, *_descendants(proc)}
     sizes, cpu = {}, 0.0
     for proc in tree:
         with contextlib.suppress(psutil.Error):

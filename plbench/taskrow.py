@@ -9,6 +9,7 @@ by hand. The columns the procedural, scenario and operator subsets need are here
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections import Counter, defaultdict
@@ -42,9 +43,15 @@ def arrow_schema(cls: type, columns: tuple[str, ...] | None = None) -> pa.Schema
     return pa.schema([(name, arrow_type(hints[name])) for name in names])
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def as_record(obj) -> dict:
-    """A dataclass instance as an Arrow row: its fields by name, tuples as lists."""
-    return {f.name: list(v) if isinstance(v := getattr(obj, f.name), tuple) else v for f in dataclasses.fields(obj)}
+    """A dataclass instance as an Arrow row: its fields by name, tuples as lists. (The field names are
+    looked up once per class: dataclasses.fields took half the time of turning 77,000 rows into records.)"""
+    return {name: list(v) if isinstance(v := getattr(obj, name), tuple) else v for name in _field_names(type(obj))}
 
 
 @dataclass(frozen=True, kw_only=True)
