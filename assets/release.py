@@ -49,7 +49,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in subsets]
         with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
             cache = VerdictCache(build.cache_dir / VERDICTS_FILE, engine)
-            parts = gate_parts(parts, engine, build.workers, cache)
+            parts = gate_parts(parts, {s.name: s for s in subsets}, engine, build.workers, cache)
         prepared = prepare_release(build, parts)
         prepared.manifest["quality"] = check_release(prepared)
         prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])

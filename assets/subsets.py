@@ -116,7 +116,7 @@ def _qualname(stage) -> str:
     return f"{stage.__module__}.{stage.__qualname__}"
 
 
-def _version(subset: StagedSubset) -> str:
+def subset_code_version(subset: StagedSubset) -> str:
     """This module's closure, the subset's module's and each stage's (they may live elsewhere)."""
     stages = subset.stages
     callables = (stages.ingest, stages.build, stages.validate)
@@ -133,6 +133,6 @@ def subset_assets(subsets, taken: set[str]) -> list[dg.AssetsDefinition]:
         clash = {subset.tasks_asset, subset.validation_asset} & taken
         if clash:
             raise ValueError(f"subset {subset.name!r} declares stages, but {sorted(clash)} are hand-written assets")
-        version = _version(subset)
+        version = subset_code_version(subset)
         out += [_tasks_asset(subset, version), _validation_asset(subset, version)]
     return out

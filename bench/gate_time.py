@@ -68,7 +68,7 @@ def timed_gate(
     try:
         with open_engines(config, ["postgres"]) as engines:
             cache = VerdictCache(kept_in, engines["postgres"]) if kept_in else None
-            out = trivial.gate_parts(parts, engines["postgres"], config.workers, cache)
+            out = trivial.gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
     finally:
         trivial.passes_each = original
     seconds = time.perf_counter() - wall
@@ -116,7 +116,7 @@ def child(storage: Path, wanted: str, out: Path) -> None:
     parts = release_parts(config, storage, wanted.split(","))
     with open_engines(config, ["postgres"]) as engines:
         start = time.perf_counter()
-        gated = trivial.gate_parts(parts, engines["postgres"], config.workers)
+        gated = trivial.gate_parts(parts, SUBSETS, engines["postgres"], config.workers)
         wall = time.perf_counter() - start
     out.write_bytes(pickle.dumps({"wall": wall, "digest": digest(gated)}))
 

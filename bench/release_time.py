@@ -100,10 +100,10 @@ def main() -> None:
     del values
     if args.without_postgres:
         with phases.phase("trivial candidates (gate_parts)"):
-            parts = gate_parts(parts, NotConfigured("--without-postgres"), config.workers)
+            parts = gate_parts(parts, SUBSETS, NotConfigured("--without-postgres"), config.workers)
     else:
         with open_engines(config, ["postgres"]) as engines, phases.phase("trivial candidates (gate_parts)"):
-            parts = gate_parts(parts, engines["postgres"], config.workers)
+            parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers)
     with phases.phase("prepare_release (grammar gate)"):
         prepared = prepare_release(config, parts)
     del parts

@@ -159,6 +159,26 @@ def test_code_versions_follow_the_code_an_asset_runs():
     assert source_digest("plbench.validation.replay") != source_digest("plbench.spider.stages")
 
 
+def test_a_subset_s_code_version_follows_its_own_code_not_every_subset_s(monkeypatch):
+    from assets.subsets import subset_code_version
+    from assets.versions import code_version
+    from plbench.code_closure import ROOT
+    from plbench.subsets import SUBSETS
+
+    def versions() -> dict[str, str]:
+        staged = {name: subset_code_version(SUBSETS[name]) for name in ("procedures", "multiturn", "interactive")}
+        return {"replay": code_version("assets.replay"), **staged}
+
+    before = versions()
+    replay = ROOT / "plbench" / "validation" / "replay.py"  # MBPP's replay: no procedure runs it
+    edited, real_read = replay.read_bytes() + b"# a fix\n", type(replay).read_bytes
+    monkeypatch.setattr(type(replay), "read_bytes", lambda path: edited if path == replay else real_read(path))
+    after = versions()
+    assert after["replay"] != before["replay"] and {k: v for k, v in after.items() if k != "replay"} == {
+        k: v for k, v in before.items() if k != "replay"
+    }
+
+
 def test_imports_are_found_in_every_nested_block(tmp_path):
     from plbench.code_closure import _imports
 

@@ -28,7 +28,7 @@ from plbench.grading.trivial import REASON, gate_parts, run_trivial, trivial_gat
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import repr_sql
 from plbench.spider.tasks import reference_block
-from plbench.subsets import SubsetRelease
+from plbench.subsets import SUBSETS, SubsetRelease
 from plbench.taskrow import TaskRow
 from plbench.types import PyType
 from tests.helpers import release_row, typed_task
@@ -435,14 +435,14 @@ def test_the_release_gate_rejects_through_the_subsets_part_and_says_so_in_its_ma
         ),
         None,
     ]
-    gated = gate_parts(parts, fast)
+    gated = gate_parts(parts, SUBSETS, fast)
     assert [r.task_id for r in gated[0].rows] == ["mbpp/2"] and gated[1].rows == [] and gated[2] is None
     assert [r.reason_code for r in gated[1].rejections] == [REASON]
     assert gated[0].manifest["trivial_candidates"]["mbpp"]["groups"]["mbpp/postgres"]["candidates"][
         "returns_the_example"
     ] == {"ran": 1, "passed": ["mbpp/2"]}
     assert gated[1].manifest["normalization"] == {"spider1": {}}  # its own sections kept
-    skipped = gate_parts(parts, NotConfigured("no server here"))
+    skipped = gate_parts(parts, SUBSETS, NotConfigured("no server here"))
     assert skipped[0].rows == rows[:1] and skipped[1].manifest["trivial_candidates"]["spider_plsql"] == {
         "ran": False,
         "reason": "no server here",

@@ -14,6 +14,7 @@ from plbench.procedures.build import context, database_procedures
 from plbench.procedures.scenarios import ADAPTERS
 from plbench.procedures.tasks import AdapterRejected
 from plbench.procedures.workspace import Workspace
+from plbench.subsets import SUBSETS
 from plbench.taskrow import as_record
 from tests.procedure_fixtures import subset_part
 
@@ -523,7 +524,7 @@ def test_the_release_gate_runs_three_trivial_candidates_on_every_procedure_row(p
     from plbench.grading.trivial import gate_parts
 
     one = dataclasses.replace(part, rows=_rows_of(part, REPORT))
-    gated = gate_parts([one], pg_engine)[0]
+    gated = gate_parts([one], SUBSETS, pg_engine)[0]
     group = gated.manifest["trivial_candidates"]["procedures"]["groups"]["procedures/postgres"]
     tasks = len(_rows_of(part, REPORT, "postgres"))
     assert group["tasks"] == tasks > 0 and gated.rows == one.rows
@@ -536,7 +537,7 @@ def test_the_release_gate_runs_three_trivial_candidates_on_every_procedure_row(p
     rigged = dataclasses.replace(
         one, rows=a1, trivial_candidates={reference.key: [("reference", reference.reference_code)]}
     )
-    out = gate_parts([rigged], pg_engine)[0]
+    out = gate_parts([rigged], SUBSETS, pg_engine)[0]
     refused = {(r.source_id, r.dialect, r.reason_code) for r in out.rejections if r.stage == "trivial_candidates"}
     assert out.rows == [] and refused == {
         (reference.source_id, d, "trivial_candidate_passes") for d in ("oracle", "postgres")
@@ -559,7 +560,7 @@ def test_the_release_gate_grades_a_candidate_once_for_the_parts_sharing_its_grad
         return passes_each(engine, tasks_codes, schema)
 
     monkeypatch.setattr(trivial, "passes_each", counted)
-    gated = trivial.gate_parts([one, twin], pg_engine)
+    gated = trivial.gate_parts([one, twin], SUBSETS, pg_engine)
     [postgres] = [r.key for r in one.rows if r.dialect == "postgres"]
     codes = {code for _, code in one.trivial_candidates[postgres]}  # noop and state_change_removed may be one code
     assert graded == ["procedures"] * len(codes)  # the twin part's row is graded by the verdicts of the first
@@ -586,16 +587,17 @@ def test_the_release_gate_keeps_settled_verdicts_and_grades_only_what_they_do_no
 
     monkeypatch.setattr(trivial, "passes_each", counted)
     path = tmp_path / "verdicts.sqlite3"
-    first = trivial.gate_parts([one], pg_engine, cache=VerdictCache(path, pg_engine))[0]
+    first = trivial.gate_parts([one], SUBSETS, pg_engine, cache=VerdictCache(path, pg_engine))[0]
     settled = len(graded)
     cache = VerdictCache(path, pg_engine)
-    again = trivial.gate_parts([one], pg_engine, cache=cache)[0]
+    again = trivial.gate_parts([one], SUBSETS, pg_engine, cache=cache)[0]
     assert settled > 0 and len(graded) == settled  # nothing graded again
     assert cache.counts == {"kept": settled, "graded": 0, "unsettled": 0}
     assert (again.rows, again.manifest) == (first.rows, first.manifest)
     # a row that changed is graded again
     changed = [dataclasses.replace(r, prompt=r.prompt + " Again.") for r in one.rows]
-    trivial.gate_parts([dataclasses.replace(one, rows=changed)], pg_engine, cache=VerdictCache(path, pg_engine))
+    changed_part = dataclasses.replace(one, rows=changed)
+    trivial.gate_parts([changed_part], SUBSETS, pg_engine, cache=VerdictCache(path, pg_engine))
     assert len(graded) == 2 * settled
     # another statement timeout is another scope: nothing is read from the one before
     monkeypatch.setattr(pg_engine, "statement_timeout_s", pg_engine.statement_timeout_s + 1)
@@ -605,10 +607,10 @@ def test_the_release_gate_keeps_settled_verdicts_and_grades_only_what_they_do_no
     monkeypatch.setattr(trivial, "passes_each", counted)
     unsettle.append(graded[0])
     fresh = tmp_path / "fresh.sqlite3"
-    trivial.gate_parts([one], pg_engine, cache=VerdictCache(fresh, pg_engine))
+    trivial.gate_parts([one], SUBSETS, pg_engine, cache=VerdictCache(fresh, pg_engine))
     before = len(graded)
     cache = VerdictCache(fresh, pg_engine)
-    trivial.gate_parts([one], pg_engine, cache=cache)
+    trivial.gate_parts([one], SUBSETS, pg_engine, cache=cache)
     assert graded[before:] == unsettle and cache.counts == {"kept": settled - 1, "graded": 1, "unsettled": 1}
 
 

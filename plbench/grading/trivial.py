@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from plbench.config import NotConfigured
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import Unit
 from plbench.engines.base import Engine
-from plbench.evaluate import passes_each, task_kind
+from plbench.evaluate import loaded_schemas, passes_each, task_kind
 from plbench.grading.blocks import expected_outputs
 from plbench.grading.functions import typed_task
 from plbench.grading.verdict_cache import VerdictCache
@@ -198,16 +199,20 @@ def trivial_gate(tasks: list[dict], results: dict[tuple, dict]) -> tuple[set[tup
 
 
 def gate_parts(
-    parts: list, engine: Engine | NotConfigured, workers: int = 1, cache: VerdictCache | None = None
+    parts: list,
+    subsets: Mapping[str, Any],
+    engine: Engine | NotConfigured,
+    workers: int = 1,
+    cache: VerdictCache | None = None,
 ) -> list:
     """The release gate on every subset's part (plbench.subsets.SubsetRelease): each subset's trivial
     candidates run on its PostgreSQL rows; the rows `trivial_gate` drops become rejections, and the
     part's manifest gets its `trivial_candidates` section. Without a PostgreSQL engine nothing runs and
-    the sections say why. With `cache`, verdicts an earlier gate settled are read from it, and this
+    the sections say why. `subsets` (name -> plbench.subsets.base.Subset, the registered ones) names the
+    trivial candidates of the rows whose part did not make them. (Passed, not imported: importing the registry
+    here would put every subset's code in the code version of each, through plbench.subsets.base.) With
+    `cache`, verdicts an earlier gate settled are read from it, and this
     gate's settled verdicts are saved in it."""
-    from plbench.evaluate import loaded_schemas
-    from plbench.subsets import subset
-
     present = [p for p in parts if p is not None]
     if isinstance(engine, NotConfigured):
         return [_with_gate(p, set(), [], {"ran": False, "reason": engine.reason}) if p else p for p in parts]
@@ -220,7 +225,7 @@ def gate_parts(
 
     def candidates_of(task: dict) -> list[tuple[str, str]]:  # as the task's subset made or names them
         key = (task["task_id"], task["dialect"])
-        return made[key] if key in made else subset(task["subset"]).trivial_candidates(by_key[key])
+        return made[key] if key in made else subsets[task["subset"]].trivial_candidates(by_key[key])
 
     # Every part's rows at once: procedure tasks of one database share copies whatever their subset, and a
     # verdict is graded once for the parts sharing its grading inputs (multiturn's turns are procedures_ile's
