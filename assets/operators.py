@@ -1,40 +1,21 @@
-"""Construction-operator assets: ILE on MBPP (`mbpp_ile_tasks`) and the validation of its tasks on the
-real servers (`mbpp_ile_validation`), the same replay with mutants and round trip MBPP's tasks get; ILE on
-the procedures' seeds (`procedural_ile`, read by the subsets procedures_ile and multiturn, whose assets
-assets/subsets.py makes)."""
+"""Construction-operator assets on MBPP: ILE (`mbpp_ile_tasks`) and the validation of its tasks on the
+real servers (`mbpp_ile_validation`), the same replay with mutants and round trip MBPP's tasks get. ILE on
+the procedures' seeds is assets/procedural_ile.py: a module of its own, so its code version holds none of
+MBPP's code."""
 
 from collections import Counter
 
 import dagster as dg
 
 from assets.versions import content_versioned
-from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource, LLMResource
-from plbench.config import DIALECT_NAMES, BuildConfig, NotConfigured
+from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.stages import Ingested, StageOutput, build_tasks, replay_stage, roundtrip_stage
-from plbench.operators.framework import DETERMINISTIC
-from plbench.operators.procedural_ile import SUBSET as ILE
-from plbench.operators.procedural_ile import ProcedureRuleProposer
-from plbench.operators.procedural_llm import LLMJudge, ProcedureLLMProposer
-from plbench.operators.procedural_stage import MULTITURN, ProceduralIle, build_ile, summary
+from plbench.operators.framework import configured_proposer
 from plbench.operators.proposers import DeterministicProposer, LLMProposer
 from plbench.operators.stages import IleOutput, ile_tasks
-from plbench.procedures.stages import ProcedureSeeds, databases_of
-from plbench.spider.stages import SpiderInputs
 
 GROUP = "operators"
-
-
-def proposer(build: BuildConfig, llm: LLMResource, rules=DeterministicProposer, model=LLMProposer):
-    """The configured proposer: the rule templates unless the build asks for the model."""
-    if build.ile_proposer == DETERMINISTIC:
-        return rules()
-    if build.ile_proposer != "llm":
-        raise ValueError(f"PLBENCH_ILE_PROPOSER={build.ile_proposer!r}: expected 'deterministic' or 'llm'")
-    client = llm.client()
-    if isinstance(client, NotConfigured):
-        raise ValueError(f"PLBENCH_ILE_PROPOSER=llm but {client.reason}")
-    return model(client)
 
 
 @dg.asset(
@@ -54,7 +35,8 @@ def mbpp_ile_tasks(
     if mbpp_raw is None or "mbpp_ile" not in build.subsets:
         context.log.info(f"mbpp_ile is not among the selected subsets {build.subsets}")
         return None
-    out = ile_tasks(mbpp_augmented, [mbpp_raw], build, proposer(build, llm), build.ile_rounds)
+    chosen = configured_proposer(build.ile_proposer, llm.client, DeterministicProposer, LLMProposer)
+    out = ile_tasks(mbpp_augmented, [mbpp_raw], build, chosen, build.ile_rounds)
     out.tasks = build_tasks(out.typed)
     context.add_output_metadata(
         {
@@ -95,54 +77,3 @@ def mbpp_ile_validation(
         }
     )
     return reports
-
-
-@dg.asset(
-    group_name=GROUP,
-    kinds={"postgres"},
-    description="ILE on every validated procedure seed: up to N rounds, each adding a business rule to the "
-    "reference (both dialects) and a clause to the requirement, accepted only when it runs, a call of the rebuilt "
-    "suite tells it from the previous round and the clause names what it touches (a model judges too when one is "
-    "configured); the procedures_ile tasks, the multiturn episodes, and every proposal with its verdict.",
-)
-def procedural_ile(
-    context: dg.AssetExecutionContext,
-    build: dg.ResourceParam[BuildConfig],
-    engines: EnginesResource,
-    llm: LLMResource,
-    spider1_raw: SpiderInputs | None,
-    procedure_seeds: ProcedureSeeds | None,
-) -> ProceduralIle | None:
-    if procedure_seeds is None or spider1_raw is None or not {ILE, MULTITURN} & set(build.subsets):
-        context.log.info(f"procedures_ile and multiturn need the procedures' seeds; selected: {build.subsets}")
-        return None
-    chosen = proposer(build, llm, ProcedureRuleProposer, ProcedureLLMProposer)
-    client = llm.client()
-    judge = None if isinstance(client, NotConfigured) else LLMJudge(client)
-    with engines.open("postgres") as engine, stage_progress(context):
-        out = build_ile(
-            procedure_seeds.databases,
-            lambda name: databases_of(build, spider1_raw, name),
-            engine,
-            chosen,
-            build.procedure_ile_rounds,
-            judge,
-            build.procedure_workers,
-            build.procedure_ile_databases,
-        )
-    section = summary(out)
-    context.add_output_metadata(
-        {
-            "databases": section["databases"]["taking_part"],
-            "left_out_by_cap": section["databases"]["left_out"],
-            "seeds": section["seeds"],
-            "enhanced": section["enhanced"],
-            "episodes": section["episodes"],
-            "rounds": dg.MetadataValue.json({str(k): v for k, v in section["rounds"].items()}),
-            "per_round": dg.MetadataValue.json(section["per_round"]),
-            "operators": dg.MetadataValue.json(out.ledger.summary()),
-            "judge": "llm" if judge else "not configured",
-            "seconds": round(out.seconds, 1),
-        }
-    )
-    return out

@@ -167,7 +167,11 @@ def test_a_subset_s_code_version_follows_its_own_code_not_every_subset_s(monkeyp
 
     def versions() -> dict[str, str]:
         staged = {name: subset_code_version(SUBSETS[name]) for name in ("procedures", "multiturn", "interactive")}
-        return {"replay": code_version("assets.replay"), **staged}
+        return {
+            "replay": code_version("assets.replay"),
+            "procedural_ile": code_version("assets.procedural_ile"),
+            **staged,
+        }
 
     before = versions()
     replay = ROOT / "plbench" / "validation" / "replay.py"  # MBPP's replay: no procedure runs it

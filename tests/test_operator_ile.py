@@ -100,3 +100,24 @@ def test_a_reference_failing_its_own_inputs_is_rejected():
     task = typed_task(("n",), [((1,), 1)], entry="f", source_id="8")
     result = initial_state(task, "def f(n):\n    raise ValueError(n)\n", SandboxExecutor())
     assert result.reason_code == "reference_fails_own_inputs"
+
+
+def test_the_build_s_choice_of_proposer_and_its_refusals():
+    from plbench.config import NotConfigured
+    from plbench.operators.framework import configured_proposer
+
+    def rules():
+        return "rules"
+
+    def model(client):
+        return ("model", client)
+
+    def no_client():
+        raise AssertionError("the rule templates need no model")
+
+    assert configured_proposer("deterministic", no_client, rules, model) == "rules"
+    assert configured_proposer("llm", lambda: "client", rules, model) == ("model", "client")
+    with pytest.raises(ValueError, match="PLBENCH_ILE_PROPOSER='gpt': expected 'deterministic' or 'llm'"):
+        configured_proposer("gpt", no_client, rules, model)
+    with pytest.raises(ValueError, match="PLBENCH_ILE_PROPOSER=llm but no endpoint here"):
+        configured_proposer("llm", lambda: NotConfigured("no endpoint here"), rules, model)

@@ -16,8 +16,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from plbench.config import NotConfigured
+
 REPAIR_BUDGET = 3  # attempts per proposal: the first one and two repairs from diagnostics
 DETERMINISTIC = "deterministic"
+
+
+def configured_proposer(choice: str, client: Callable[[], Any], rules: Callable, model: Callable):
+    """The proposer a build chose (`PLBENCH_ILE_PROPOSER`): `rules()` (the rule templates) for
+    "deterministic", `model(client())` for "llm"; ValueError for another choice or no configured model."""
+    if choice == DETERMINISTIC:
+        return rules()
+    if choice != "llm":
+        raise ValueError(f"PLBENCH_ILE_PROPOSER={choice!r}: expected 'deterministic' or 'llm'")
+    configured = client()
+    if isinstance(configured, NotConfigured):
+        raise ValueError(f"PLBENCH_ILE_PROPOSER=llm but {configured.reason}")
+    return model(configured)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@
   procedure ... to also" do one more rule), with `conversation_id`, `turn_index`, `turn_count`, each turn with
   its own reference and call suite; `plbench evaluate` reports Episode and Turn Suite Pass@1.
 
-Both are `StagedSubset`s over the one ILE run of the `procedural_ile` asset (assets/operators.py), which both
+Both are `StagedSubset`s over the one ILE run of the `procedural_ile` asset (assets/procedural_ile.py), which both
 read: ingest takes that run's units (and its rejections), build makes the rows, validate the release part.
 
 Counts: procedures_ile's inputs are the validated seeds (each enhanced or rejected with the reasons of every
