@@ -6,11 +6,11 @@ stage values an earlier build stored (`plbench build` once first).
 Loads the values of every asset `release_tables` reads from the stage storage (default: this
 checkout's `.cache/dagster-storage`), then runs what the two assets run, as they run it, timing
 each phase: the subsets' release parts, the trivial-candidate gate (`gate_parts`, on this
-checkout's PostgreSQL, where the build loaded the databases), `prepare_release` (with the Oracle
-grammar gate; its verdict cache is what the build left), the quality suites, the metadata check,
-and `release`'s crosscheck statuses and write. CPU counts this process and its children (the
-grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process, and its tree
-with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
+checkout's PostgreSQL, where the build loaded the databases; its verdict cache is what the build left),
+`prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left), the
+quality suites, the metadata check, and `release`'s crosscheck statuses and write. CPU counts this process
+and its children (the grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process,
+and its tree with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
 drawn with fixed timings, so two runs over the same values write byte-identical releases).
 With `--profile`, cProfile's statistics of the whole run go to FILE.
 """
@@ -29,6 +29,8 @@ from bench.rebuild_time import MemorySampler
 from pipelines.resources import open_engines
 from plbench.config import BuildConfig, NotConfigured
 from plbench.grading.trivial import gate_parts
+from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
+from plbench.grading.verdict_cache import VerdictCache
 from plbench.quality import check_release
 from plbench.release import apply_crosscheck, prepare_release, publish
 from plbench.subsets import SUBSETS
@@ -103,7 +105,9 @@ def main() -> None:
             parts = gate_parts(parts, SUBSETS, NotConfigured("--without-postgres"), config.workers)
     else:
         with open_engines(config, ["postgres"]) as engines, phases.phase("trivial candidates (gate_parts)"):
-            parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers)
+            cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engines["postgres"])
+            parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
+        print(f"trivial verdicts: {cache.counts}")
     with phases.phase("prepare_release (grammar gate)"):
         prepared = prepare_release(config, parts)
     del parts
