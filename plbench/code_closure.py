@@ -25,11 +25,22 @@ def _file_of(module: str) -> Path | None:
     return None
 
 
+def _type_checking_only(node: ast.stmt) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): what it imports only names annotations, never runs."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
+    return name == "TYPE_CHECKING"
+
+
 def _statements(nodes: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included (an import is a statement: no expression holds one)."""
+    """Every statement that may run, nested ones included (an import is a statement: no expression holds
+    one), but the body of an `if TYPE_CHECKING:`."""
     for node in nodes:
         yield node
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        fields = ("orelse",) if _type_checking_only(node) else ("body", "orelse", "finalbody", "handlers", "cases")
+        for field in fields:
             yield from _statements(getattr(node, field, None) or [])
 
 

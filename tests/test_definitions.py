@@ -195,6 +195,8 @@ def test_imports_are_found_in_every_nested_block(tmp_path):
         "class K:\n    def g(self):\n        with w:\n            for i in y:\n                import plbench.h\n"
         "match v:\n    case 1:\n        import plbench.i\n"
         "from . import plbench\n"
+        "if TYPE_CHECKING:\n    import plbench.j\nelse:\n    import plbench.k\n"
+        "if typing.TYPE_CHECKING:\n    from plbench.l import m\n"
     )
     assert _imports(source) == {
         "plbench.a",
@@ -206,6 +208,7 @@ def test_imports_are_found_in_every_nested_block(tmp_path):
         "plbench.f",
         "plbench.h",
         "plbench.i",
+        "plbench.k",  # what only annotations import is not code the module runs
     }
 
 
