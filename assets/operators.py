@@ -1,16 +1,16 @@
-"""Construction-operator assets on MBPP: ILE (`mbpp_ile_tasks`) and the validation of its tasks on the
-real servers (`mbpp_ile_validation`), the same replay with mutants and round trip MBPP's tasks get. ILE on
-the procedures' seeds is assets/procedural_ile.py: a module of its own, so its code version holds none of
-MBPP's code."""
+"""ILE on MBPP (`mbpp_ile_tasks`). Its tasks' validation on the real servers (`mbpp_ile_validation`) is
+assets/ile_validation.py, and ILE on the procedures' seeds assets/procedural_ile.py: an asset's code version is
+its module's source closure, so each module holds only the code its assets run (a fix to the replay does not
+rerun ILE, nor a change to ILE on MBPP the procedures')."""
 
 from collections import Counter
 
 import dagster as dg
 
 from assets.versions import content_versioned
-from pipelines.resources import EnginesResource, LLMResource
-from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.mbpp.stages import Ingested, StageOutput, build_tasks, replay_stage, roundtrip_stage
+from pipelines.resources import LLMResource
+from plbench.config import BuildConfig
+from plbench.mbpp.stages import Ingested, StageOutput, build_tasks
 from plbench.operators.framework import configured_proposer
 from plbench.operators.proposers import DeterministicProposer, LLMProposer
 from plbench.operators.stages import IleOutput, ile_tasks
@@ -49,31 +49,3 @@ def mbpp_ile_tasks(
         }
     )
     return out
-
-
-@dg.asset(
-    group_name=GROUP,
-    kinds=set(DIALECT_NAMES),
-    description="Replay with mutants and the value round trip of every mbpp_ile task, per dialect.",
-)
-@content_versioned
-def mbpp_ile_validation(
-    context: dg.AssetExecutionContext,
-    build: dg.ResourceParam[BuildConfig],
-    engines: EnginesResource,
-    mbpp_ile_tasks: IleOutput | None,
-) -> dict | None:
-    if mbpp_ile_tasks is None:
-        return None
-    reports = {}
-    for dialect in DIALECT_NAMES:
-        with engines.open(dialect) as engine:
-            replay = replay_stage(mbpp_ile_tasks.tasks, engine, build.workers)
-            reports[dialect] = (replay, roundtrip_stage(mbpp_ile_tasks.tasks, engine, build.workers))
-    context.add_output_metadata(
-        {
-            d: dg.MetadataValue.json({"replay": r.counts(), "mutants": r.mutant_counts()})
-            for d, (r, _) in reports.items()
-        }
-    )
-    return reports

@@ -24,9 +24,8 @@ from plbench.mbpp.stages import (
     StageOutput,
     merge_replay,
     replay_part,
-    replay_stage,
-    roundtrip_stage,
 )
+from plbench.mbpp.validation_stages import replay_stage, roundtrip_stage
 from plbench.shards import Shard, indexes
 
 GROUP = "validation"

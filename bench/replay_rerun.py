@@ -30,7 +30,7 @@ def child(storage: Path, out: Path, profile: Path | None) -> None:
     """One run of the stage with the code on PYTHONPATH (the server from PLBENCH_PG_DSN)."""
     from plbench.config import BuildConfig
     from plbench.engines.postgres import PostgresEngine
-    from plbench.mbpp.stages import replay_stage
+    from plbench.mbpp.validation_stages import replay_stage
 
     config = BuildConfig.from_env()
     tasks = pickle.loads((storage / "mbpp_tasks").read_bytes())

@@ -30,8 +30,8 @@ from plbench.mbpp.stages import (
     merge_replay,
     merge_test_cases,
     replay_part,
-    replay_stage,
 )
+from plbench.mbpp.validation_stages import replay_stage
 from plbench.shards import Shard, indexes
 
 

@@ -12,7 +12,18 @@ import logging
 
 import dagster as dg
 
-from assets import crosscheck, mbpp, operators, procedural_ile, procedures, release, replay, spider, validation
+from assets import (
+    crosscheck,
+    ile_validation,
+    mbpp,
+    operators,
+    procedural_ile,
+    procedures,
+    release,
+    replay,
+    spider,
+    validation,
+)
 from assets.subsets import subset_assets
 from assets.versions import code_version, config_digest
 from pipelines.executors import executor_for
@@ -47,7 +58,8 @@ ASSETS_BY_MODULE = {
         mbpp.mbpp_tasks,
     ],
     replay: [*replay.replay_assets.values(), *replay.roundtrip_assets.values()],
-    operators: [operators.mbpp_ile_tasks, operators.mbpp_ile_validation],
+    operators: [operators.mbpp_ile_tasks],
+    ile_validation: [ile_validation.mbpp_ile_validation],
     procedural_ile: [procedural_ile.procedural_ile],
     spider: [
         spider.spider1_raw,

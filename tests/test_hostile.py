@@ -525,7 +525,8 @@ def test_postgres_killed_mid_replay_fails_clearly_and_a_rerun_completes(tmp_path
 
     from pipelines.resources import PostgresResource
     from plbench.engines.base import EngineUnavailable
-    from plbench.mbpp.stages import StageOutput, build_tasks, replay_stage
+    from plbench.mbpp.stages import StageOutput, build_tasks
+    from plbench.mbpp.validation_stages import replay_stage
 
     data = tmp_path / "pg"
     server = pgserver.get_server(str(data), cleanup_mode=None)

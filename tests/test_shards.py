@@ -22,8 +22,8 @@ from plbench.mbpp.stages import (
     merge_replay,
     merge_test_cases,
     replay_part,
-    replay_stage,
 )
+from plbench.mbpp.validation_stages import replay_stage
 from plbench.sandbox import SandboxLimits
 from plbench.shards import Shard, in_order, indexes, interleave, part_of, split
 from tests.fixtures import write_mirror

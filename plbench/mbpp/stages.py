@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from plbench.config import BuildConfig, NotConfigured
+from plbench.config import BuildConfig
 from plbench.dialects import DIALECTS
 from plbench.dialects.base import UnrepresentableValue
 from plbench.dialects.static_checks import check_block_structure, check_type_ddl
-from plbench.engines.base import Engine
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.cases import cases_from_sandbox, extract_mbpp, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractedTask, ExtractionError
@@ -27,8 +26,10 @@ from plbench.records import RawProblem, Rejection
 from plbench.sandbox import run_many
 from plbench.shards import Shard, in_order, interleave, part_of, split
 from plbench.taskrow import by_dialect, type_rows
-from plbench.validation.replay import ReplayResult, validate_task
-from plbench.validation.roundtrip import RoundTrip, roundtrip_task
+
+if TYPE_CHECKING:  # annotations only: a stage module that runs no replay has no replay code in its version
+    from plbench.validation.replay import ReplayResult
+    from plbench.validation.roundtrip import RoundTrip
 
 
 @dataclass
@@ -294,28 +295,6 @@ def _restricted(results: list, task_ids: set[str] | None) -> list:
     return results if task_ids is None else [r for r in results if r.task_id in task_ids]
 
 
-def run_on_engine(engine: Engine, tasks: StageOutput, check, workers: int) -> tuple[str, list]:
-    """`check(engine, task)` for every task emitted in the engine's dialect, `workers` at a time.
-
-    Returns (engine version, results in task order). An engine failure propagates: the stage fails
-    rather than half-reporting.
-    """
-    todo = [a.task for a in by_dialect(tasks.items)[engine.dialect]]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return engine.version(), list(pool.map(lambda task: check(engine, task), todo))
-
-
-def replay_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: int) -> ReplayReport:
-    """Replay every task that has artifacts in the engine's dialect, on that engine."""
-    start = time.perf_counter()
-    count = len(by_dialect(tasks.items)[engine.dialect])
-    if isinstance(engine, NotConfigured):
-        return ReplayReport(engine.dialect, ran=False, reason=engine.reason, tasks=count)
-    version, results = run_on_engine(engine, tasks, validate_task, workers)
-    seconds = time.perf_counter() - start
-    return ReplayReport(engine.dialect, True, engine=version, results=results, seconds=seconds, tasks=count)
-
-
 def replay_part(tasks: StageOutput, dialect: str, shard: Shard) -> StageOutput:
     """The shard's part of the dialect's artifacts, for `replay_stage` (plbench.shards)."""
     return StageOutput(part_of(by_dialect(tasks.items)[dialect], shard))
@@ -357,14 +336,3 @@ class RoundTripReport:
             "equal": sum(r.equal for r in mine),
             "tasks_with_mismatches": sorted(r.task_id for r in mine if r.equal != r.values),
         }
-
-
-def roundtrip_stage(tasks: StageOutput, engine: Engine | NotConfigured, workers: int) -> RoundTripReport:
-    """Round-trip every test value of every task through the engine."""
-    start = time.perf_counter()
-    if isinstance(engine, NotConfigured):
-        return RoundTripReport(engine.dialect, False, engine.reason)
-    if not DIALECTS[engine.dialect].value_round_trip:
-        return RoundTripReport(engine.dialect, False, "the value round trip is implemented for PostgreSQL only")
-    results = run_on_engine(engine, tasks, roundtrip_task, workers)[1]
-    return RoundTripReport(engine.dialect, True, results=results, seconds=time.perf_counter() - start)
