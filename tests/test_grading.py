@@ -502,3 +502,16 @@ def test_a_kept_verdict_is_keyed_by_the_row_but_its_stamps_and_by_its_database_s
     loaded = cache.keys(task, [RIGHT])
     cache.identify_databases([{**database, "data_sha256": "b" * 64}])
     assert len({keys[0], *loaded, *cache.keys(task, [RIGHT])}) == 3
+
+
+def test_a_file_of_verdicts_that_does_not_read_is_replaced_and_everything_graded_again(fast, tmp_path):
+    from plbench.grading.verdict_cache import VerdictCache
+
+    path = tmp_path / "verdicts.sqlite3"
+    path.write_bytes(b"not a database, a torn write")
+    cache = VerdictCache(path, fast)
+    [key] = cache.keys(release_row(SORT), [RIGHT])
+    assert cache.kept == {} and cache.get([key]) == {}
+    cache.put({key: True})
+    cache.save()
+    assert VerdictCache(path, fast).get([key]) == {key: True}

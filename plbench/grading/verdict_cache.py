@@ -82,8 +82,12 @@ class VerdictCache:
     def _read(self) -> dict[str, bool]:
         if not self.path.exists():
             return {}
-        with closing(self._connect()) as db:
-            rows = db.execute("SELECT key, passed FROM verdicts WHERE scope = ?", (self.scope,)).fetchall()
+        try:
+            with closing(self._connect()) as db:
+                rows = db.execute("SELECT key, passed FROM verdicts WHERE scope = ?", (self.scope,)).fetchall()
+        except sqlite3.DatabaseError:  # not a file of verdicts (torn, or another tool's): grade everything again
+            self.path.unlink()
+            return {}
         return {key: bool(passed) for key, passed in rows}
 
     def save(self) -> None:
