@@ -38,8 +38,8 @@ def procedural_ile(
     if procedure_seeds is None or spider1_raw is None or not {ILE, MULTITURN} & set(build.subsets):
         context.log.info(f"procedures_ile and multiturn need the procedures' seeds; selected: {build.subsets}")
         return None
-    chosen = configured_proposer(build.ile_proposer, llm.client, ProcedureRuleProposer, ProcedureLLMProposer)
     client = llm.client()
+    chosen = configured_proposer(build.ile_proposer, lambda: client, ProcedureRuleProposer, ProcedureLLMProposer)
     judge = None if isinstance(client, NotConfigured) else LLMJudge(client)
     with engines.open("postgres") as engine, stage_progress(context):
         out = build_ile(

@@ -10,7 +10,6 @@ Dagster's: one partition gives its value, several a dict keyed by partition key.
 from __future__ import annotations
 
 import ctypes
-import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,8 +40,8 @@ class _PartitionedPickles(PickledObjectFilesystemIOManager):
         """Unpickled with the cyclic collector off: a stored value is hundreds of thousands of new objects,
         each allocation counts toward a collection, and every collection walks all of them again (off, loading
         interactive_tasks takes 0.45 s instead of 1.6 s). Loading makes no garbage to collect."""
-        with collector_paused(), path.open("rb") as file:
-            return pickle.load(file)
+        with collector_paused():
+            return super().load_from_path(context, path)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if not context.has_asset_partitions:

@@ -1,5 +1,6 @@
 """The library source a module runs: the module's file and every `plbench` module it imports, followed
-transitively (imports inside functions included, since the library imports lazily). Its digest names a
+transitively (imports inside functions included, since the library imports lazily; those under `if
+TYPE_CHECKING:` left out, since they never run). Its digest names a
 version of that code: the assets' code versions (assets/versions.py) and the trivial-candidate verdicts a
 gate keeps (plbench.grading.verdict_cache) are both keyed by it.
 """

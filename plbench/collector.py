@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector, paused while a step allocates many objects that hold no garbage."""
+"""Python's cyclic garbage collector, paused while a step allocates many objects that hold no garbage: a
+database being read and emitted (plbench.spider.stages), a stored stage value being loaded (pipelines/storage.py)."""
 
 from __future__ import annotations
 

@@ -36,16 +36,16 @@ def arrow_type(hint) -> pa.DataType:
     return _ARROW_TYPES[hint]
 
 
-def arrow_schema(cls: type, columns: tuple[str, ...] | None = None) -> pa.Schema:
-    """The Arrow schema of a dataclass's fields (in `columns` order when given)."""
-    hints = typing.get_type_hints(cls)
-    names = columns or tuple(f.name for f in dataclasses.fields(cls))
-    return pa.schema([(name, arrow_type(hints[name])) for name in names])
-
-
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def arrow_schema(cls: type, columns: tuple[str, ...] | None = None) -> pa.Schema:
+    """The Arrow schema of a dataclass's fields (in `columns` order when given)."""
+    hints = typing.get_type_hints(cls)
+    names = columns or _field_names(cls)
+    return pa.schema([(name, arrow_type(hints[name])) for name in names])
 
 
 def as_record(obj) -> dict:

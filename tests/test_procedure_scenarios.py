@@ -600,11 +600,10 @@ def test_the_release_gate_keeps_settled_verdicts_and_grades_only_what_they_do_no
     trivial.gate_parts([changed_part], SUBSETS, pg_engine, cache=VerdictCache(path, pg_engine))
     assert len(graded) == 2 * settled
     # another statement timeout is another scope: nothing is read from the one before
-    monkeypatch.setattr(pg_engine, "statement_timeout_s", pg_engine.statement_timeout_s + 1)
-    assert VerdictCache(path, pg_engine).kept == {}
+    with monkeypatch.context() as longer:
+        longer.setattr(pg_engine, "statement_timeout_s", pg_engine.statement_timeout_s + 1)
+        assert VerdictCache(path, pg_engine).kept == {}
     # an unsettled verdict (a call ran out of time) is not kept, so the next gate grades it again
-    monkeypatch.undo()
-    monkeypatch.setattr(trivial, "passes_each", counted)
     unsettle.append(graded[0])
     fresh = tmp_path / "fresh.sqlite3"
     trivial.gate_parts([one], SUBSETS, pg_engine, cache=VerdictCache(fresh, pg_engine))

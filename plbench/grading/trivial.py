@@ -28,7 +28,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING
 
 from plbench.config import NotConfigured
 from plbench.dialects import DIALECTS
@@ -41,6 +41,9 @@ from plbench.grading.verdict_cache import VerdictCache
 from plbench.mbpp.artifacts import TaskEmitter, repr_sql
 from plbench.records import Rejection
 from plbench.taskrow import task_records
+
+if TYPE_CHECKING:  # the registry is passed in, not imported (gate_parts)
+    from plbench.subsets.base import Subset
 
 REASON = "trivial_candidate_passes"
 STAGE = "trivial_candidates"
@@ -200,7 +203,7 @@ def trivial_gate(tasks: list[dict], results: dict[tuple, dict]) -> tuple[set[tup
 
 def gate_parts(
     parts: list,
-    subsets: Mapping[str, Any],
+    subsets: Mapping[str, Subset],
     engine: Engine | NotConfigured,
     workers: int = 1,
     cache: VerdictCache | None = None,
@@ -208,11 +211,10 @@ def gate_parts(
     """The release gate on every subset's part (plbench.subsets.SubsetRelease): each subset's trivial
     candidates run on its PostgreSQL rows; the rows `trivial_gate` drops become rejections, and the
     part's manifest gets its `trivial_candidates` section. Without a PostgreSQL engine nothing runs and
-    the sections say why. `subsets` (name -> plbench.subsets.base.Subset, the registered ones) names the
-    trivial candidates of the rows whose part did not make them. (Passed, not imported: importing the registry
-    here would put every subset's code in the code version of each, through plbench.subsets.base.) With
-    `cache`, verdicts an earlier gate settled are read from it, and this
-    gate's settled verdicts are saved in it."""
+    the sections say why. `subsets` (the registered ones by name) names the trivial candidates of the rows
+    whose part did not make them: passed, not imported, since importing the registry here would put every
+    subset's code in the code version of each, through plbench.subsets.base. With `cache`, verdicts an
+    earlier gate settled are read from it, and this gate's settled verdicts are saved in it."""
     present = [p for p in parts if p is not None]
     if isinstance(engine, NotConfigured):
         return [_with_gate(p, set(), [], {"ran": False, "reason": engine.reason}) if p else p for p in parts]

@@ -98,5 +98,3 @@ class VerdictCache:
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)",
                 [(self.scope, key, int(passed)) for key, passed in self.new.items()],
             )
-        self.kept |= self.new
-        self.new = {}
