@@ -7,8 +7,9 @@ reads as rules (`plbench/quality_suites/*.json`) and the source catalog (`raw_so
 Hand-kept version strings would drift; this cannot.
 
 The build's configuration is part of what an asset runs, so it joins the code version too
-(`config_digest`): every setting but where the release goes and what it is called joins every
-asset's version, those join the versions of the assets that write or name the release only.
+(`config_digest`), but for what cannot change its value: settings that only say how a run executes
+(EXECUTION_SETTINGS), where the release goes and what it is called (RELEASE_SETTINGS, but for the assets
+that write or name the release), and the selection of subsets the asset's value does not feed.
 """
 
 from __future__ import annotations
@@ -49,13 +50,17 @@ def content_versioned(compute):
 
 # Settings that only place or name the release: they concern the release stages alone.
 RELEASE_SETTINGS = ("version", "out_dir", "validation_dir")
+# Settings that say how a run executes, not what it makes (the same release comes out under any of them: the
+# celery test compares it byte for byte), so `--workers 4` or a celery run reuses what an in-process build stored.
+EXECUTION_SETTINGS = ("workers", "procedure_workers", "executor", "celery_broker", "task_shards")
 
 
-def config_digest(config, names_release: bool) -> str:
-    """The settings an asset depends on, as a digest (keys and secrets never shown): every one for an asset
-    that names or places the release (pipelines.stages.NAMES_THE_RELEASE), all but RELEASE_SETTINGS for the
-    others."""
-    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-    if not names_release:
-        settings = {k: v for k, v in settings.items() if k not in RELEASE_SETTINGS}
+def config_digest(config, names_release: bool, subsets_fed: frozenset[str]) -> str:
+    """The settings an asset depends on, as a digest (keys and secrets never shown): all but
+    EXECUTION_SETTINGS, and RELEASE_SETTINGS unless the asset names or places the release
+    (pipelines.stages.NAMES_THE_RELEASE). Of the selected subsets, only those in `subsets_fed`, the ones
+    the asset's value goes into: selecting MBPP+ leaves Spider's stages as they were."""
+    left_out = EXECUTION_SETTINGS + (() if names_release else RELEASE_SETTINGS)
+    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in left_out}
+    settings["subsets"] = tuple(name for name in config.subsets if name in subsets_fed)
     return content_digest(settings)[:16]

@@ -99,12 +99,32 @@ def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
         lambda spec: spec.replace_attributes(kinds=kinds) if spec.key.path == ["crosscheck_candidates"] else spec,
         out,
     )
-    return dg.map_asset_specs(lambda spec: _with_settings(spec, config), out)
+    fed = subsets_fed(out, subsets)
+    return dg.map_asset_specs(lambda spec: _with_settings(spec, config, fed[spec.key]), out)
 
 
-def _with_settings(spec: dg.AssetSpec, config: BuildConfig) -> dg.AssetSpec:
+def subsets_fed(assets: list[dg.AssetsDefinition], subsets: tuple) -> dict[dg.AssetKey, frozenset[str]]:
+    """Per asset, the subsets its value goes into: those with it or an asset it feeds among their
+    `release_inputs`. An asset past every subset's inputs (release_tables and on) serves them all. A
+    partitioned asset serves none: a partition holds one database's value whichever subsets read it (the
+    selection decides which partitions exist, assets/spider.register_database_partitions)."""
+    specs = [spec for a in assets for spec in a.specs]
+    parents = {spec.key: {dep.asset_key for dep in spec.deps} for spec in specs}
+    fed = {key: set() for key in parents}
+    for subset in subsets:
+        frontier = {dg.AssetKey(name) for name in subset.release_inputs}
+        while frontier:
+            for key in frontier:
+                fed[key].add(subset.name)
+            frontier = {p for key in frontier for p in parents[key] if subset.name not in fed[p]}
+    every = frozenset(s.name for s in subsets)
+    fed = {key: frozenset(names) or every for key, names in fed.items()}
+    return fed | {spec.key: frozenset() for spec in specs if spec.partitions_def is not None}
+
+
+def _with_settings(spec: dg.AssetSpec, config: BuildConfig, subsets: frozenset[str]) -> dg.AssetSpec:
     """The code version also digests the settings the asset reads (assets/versions.config_digest)."""
-    settings = config_digest(config, spec.key.to_user_string() in NAMES_THE_RELEASE)
+    settings = config_digest(config, spec.key.to_user_string() in NAMES_THE_RELEASE, subsets)
     return spec.replace_attributes(code_version=f"{spec.code_version}-{settings}")
 
 

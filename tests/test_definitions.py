@@ -179,6 +179,39 @@ def test_a_subset_s_code_version_follows_its_own_code_not_every_subset_s(monkeyp
     assert {name for name in before if after[name] != before[name]} == {"replay", "ile_validation"}
 
 
+def _versions(**settings) -> dict[str, str]:
+    from pipelines.definitions import build_definitions
+    from plbench.config import BuildConfig
+
+    graph = build_definitions(BuildConfig(**settings)).resolve_asset_graph()
+    return {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
+
+
+FOUR = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
+
+
+def test_how_a_run_executes_is_no_part_of_any_code_version():
+    executed = {"workers": 7, "procedure_workers": 5, "task_shards": 3}
+    on_celery = {"executor": "celery", "celery_broker": "redis://127.0.0.1:9/0"}
+    assert _versions(subsets=FOUR, **executed, **on_celery) == _versions(subsets=FOUR)
+    assert _versions(subsets=FOUR, statement_timeout_s=5.0) != _versions(subsets=FOUR)  # that one grades
+
+
+def test_a_subset_selection_moves_only_the_versions_of_what_feeds_the_subsets_it_changes():
+    from plbench.config import SUBSETS
+
+    four = _versions(subsets=FOUR)
+    nine, no_plus = _versions(subsets=SUBSETS), _versions(subsets=("mbpp", "spider_plsql", "spider2"))
+    validations = {f"{stage}_{d}" for stage in ("replay_validation", "roundtrip") for d in ("oracle", "postgres")}
+    partitions = {"normalized_databases_oracle", "normalized_databases_postgres"}  # one database's value each
+    # MBPP's tasks and their validations, the partitions and Spider's tasks stay fresh
+    unmoved = {"mbpp_tasks", *validations, *partitions, "spider_plsql_tasks", "spider2_tasks"}
+    assert {name for name in four if four[name] == nine[name]} == unmoved
+    release = {"release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"}
+    mbpp = {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_augmented", "mbpp_tasks"}
+    assert {name for name in four if four[name] != no_plus[name]} == {*mbpp, *validations, *release}
+
+
 def test_imports_are_found_in_every_nested_block(tmp_path):
     from plbench.code_closure import _imports
 
