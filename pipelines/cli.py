@@ -201,7 +201,10 @@ def final_lines(summary: dict) -> list[str]:
         return lines[1:] + lines[:1]  # the first failure, the cause of what follows, comes last
     if "release" not in summary:
         return [f"plbench: {summary['job']} done; no release written (add --version V to write one)"]
-    if summary.get("up_to_date"):
+    if summary.get("up_to_date") and summary.get("runs"):
+        done = "up to date (the stages that ran left what it holds as it was; run {} wrote it) in"
+        done = done.format(summary["run_id"])
+    elif summary.get("up_to_date"):
         done = "up to date (nothing changed since run {}) in".format(summary["run_id"])
     elif summary.get("unchanged"):
         done = "unchanged (this build made the very tables it holds) in"
@@ -252,12 +255,13 @@ def build(
     config: BuildConfig, instance=None, everything: bool = False, quiet: bool = False, output: str = "lines"
 ) -> int:
     """Run what is outdated (pipelines/freshness.py), or every stage with `everything`; print the outcome.
-    Without `instance`, the project's (DAGSTER_HOME)."""
+    What waits on a stage that runs is planned again once that run ended, and runs, in a run of its own (tag
+    `plbench/wave`), only if the stage's value changed. Without `instance`, the project's (DAGSTER_HOME)."""
     import dagster as dg
 
     from assets.spider import register_database_partitions
     from pipelines.definitions import build_definitions
-    from pipelines.freshness import outdated_assets
+    from pipelines.freshness import build_plan
 
     if instance is None:
         dagster_home()
@@ -267,10 +271,15 @@ def build(
     if everything:
         return report(execute(config, instance=instance, tags=tags, quiet=quiet), output)
     partitions = register_database_partitions(instance, config)
-    keys = outdated_assets(build_definitions(config), instance, partitions)
-    if not keys:
-        return report(None, output, up_to_date(instance))
-    return report(execute(config, [k.path for k in keys], instance, tags=tags, quiet=quiet), output)
+    definitions, ran, runs = build_definitions(config), set(), []
+    while keys := build_plan(definitions, instance, partitions, frozenset(ran)).run_now:
+        wave = {**tags, "plbench/wave": str(len(runs) + 1)}
+        summary = outcome(execute(config, [k.path for k in keys], instance, tags=wave, quiet=quiet))
+        runs.append(summary["run_id"])
+        if not summary["ok"] or "release" in summary:  # the release, downstream of every stage, ends a build
+            return report(None, output, summary | {"runs": runs})
+        ran.update(keys)
+    return report(None, output, up_to_date(instance) | {"runs": runs})
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -9,7 +9,10 @@ An asset is fresh when its latest materialization
   before values of the same content (each partition's content digest, in its metadata: assets/spider.py),
 - passed its blocking checks, and the files it names (path metadata) still exist;
 and every upstream asset is fresh. For a partitioned asset, every registered partition must be.
-Whatever depends on an outdated asset is outdated too: it runs in the same run.
+
+What depends on an outdated asset waits (`Plan.waiting`) unless it is outdated itself: a build runs what is
+outdated now (`Plan.run_now`), then plans again, so an asset whose upstream values came out as they were
+(a fix that changed no output, a settings change that left the raw files' content as it was) is not run.
 """
 
 from __future__ import annotations
@@ -125,11 +128,27 @@ def _checks_passed(instance: dg.DagsterInstance, node, recorded: Recorded) -> bo
     return True
 
 
-def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitions: list[str]) -> list[dg.AssetKey]:
-    """The assets a build must run, upstream first; empty when every stored value is fresh."""
+@dataclass
+class Plan:
+    """What a build must run: `run_now`, outdated whatever its upstream values come to, upstream first; and
+    `waiting`, what depends on those and is fresh if their new values are the ones it was made from."""
+
+    run_now: list[dg.AssetKey]
+    waiting: list[dg.AssetKey]
+
+    @property
+    def outdated(self) -> list[dg.AssetKey]:
+        return self.run_now + self.waiting
+
+
+def build_plan(
+    defs: dg.Definitions, instance: dg.DagsterInstance, partitions: list[str], settled: frozenset = frozenset()
+) -> Plan:
+    """Plan a build from what the instance recorded. `settled`: assets this build ran already, fresh from
+    now on even if a check of theirs failed, so that no asset runs twice in one build."""
     graph = defs.resolve_asset_graph()
     recorded: dict[dg.AssetKey, Recorded | None] = {}
-    outdated: list[dg.AssetKey] = []
+    plan = Plan([], [])
     for key in graph.toposorted_asset_keys:
         node = graph.get(key)
         if not node.is_materializable:
@@ -141,18 +160,30 @@ def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitio
             if node.is_partitioned
             else _latest(instance, key, tag_keys)
         )
-        if not _fresh(instance, graph, node, parents, recorded, outdated):
-            outdated.append(key)
-    return outdated
+        if key in settled or recorded[key] is NO_PARTITIONS:  # no Spider subset: no database stage to build
+            continue
+        if any(p in plan.waiting for p in parents):
+            plan.waiting.append(key)
+        elif not _fresh(instance, graph, node, [p for p in parents if p not in plan.run_now], recorded):
+            plan.run_now.append(key)
+        elif any(p in plan.run_now for p in parents):
+            plan.waiting.append(key)
+    return plan
 
 
-def _fresh(instance, graph, node, parents, recorded, outdated) -> bool:
+def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitions: list[str]) -> list[dg.AssetKey]:
+    """The assets that are not fresh now, upstream first (what runs now and what waits on it); empty when every
+    stored value is fresh."""
+    return build_plan(defs, instance, partitions).outdated
+
+
+def _fresh(instance, graph, node, parents, recorded) -> bool:
+    """Whether `node` is fresh as far as its code, checks, files and the values of `parents` (those of its
+    upstream assets that will not run) go."""
     mine = recorded[node.key]
-    if mine is NO_PARTITIONS:
-        return True  # no Spider subset selected: a database stage has nothing to build
     if mine is None or mine.code_versions != {node.code_version}:
         return False
-    if any(p in outdated for p in parents) or not _checks_passed(instance, node, mine):
+    if not _checks_passed(instance, node, mine):
         return False
     for parent in parents:
         theirs = recorded[parent]

@@ -10,6 +10,7 @@ import dagster as dg
 import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
+from dagster._core.definitions.data_version import CODE_VERSION_TAG
 
 from assets.spider import PARTITION_DIGEST
 from pipelines.cli import build, execute, failure_messages, outcome, validate
@@ -94,6 +95,24 @@ def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_rerun
     assert _succeeded(instance, run) == outdated
     for table in ("tasks.parquet", "rejections.parquet", "types.parquet", "databases.parquet"):
         assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
+
+
+def test_a_stage_rerun_to_the_same_value_leaves_every_stage_after_it_as_it_was(setup, capsys):
+    config, instance = setup
+    assert build(config, instance, quiet=True) == 0  # what earlier tests moved, back as this build makes it
+    capsys.readouterr()
+    key = dg.AssetKey("mbpp_signatures")
+    [latest] = instance.fetch_materializations(key, limit=1).records
+    stored = latest.asset_materialization  # as if made by other code: the build must run it again
+    instance.report_runless_asset_event(stored._replace(tags={**stored.tags, CODE_VERSION_TAG: "older code"}))
+    runs = instance.get_runs_count()
+    assert build(config, instance, output="json") == 0
+    summary = json.loads(capsys.readouterr().out)
+    [run] = instance.get_runs(limit=1)
+    assert instance.get_runs_count() == runs + 1 and summary["runs"] == [run.run_id]
+    assert _succeeded(instance, run) == {"mbpp_signatures"}  # its value came out as it was: nothing else ran
+    assert run.tags["plbench/wave"] == "1"
+    assert summary["up_to_date"] and summary["release"] == str(config.out_dir / "t1")
 
 
 def test_validation_is_reported_per_dialect_and_never_invented_for_oracle(setup):
