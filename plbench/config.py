@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -186,18 +187,33 @@ class BuildConfig:
         return self.cache_dir / "pgserver"
 
     def fingerprint(self) -> dict:
-        """The settings that change the content of a release (part of the build id)."""
+        """The settings that change the content of a release (part of the build id, and the manifest's
+        `configuration`): a model by its name and sampling settings only, never its key or endpoint."""
+        model = None if isinstance(self.llm, NotConfigured) else f"llm:{self.llm.provenance}"
+        proposer = self.ile_proposer if self.ile_proposer == "deterministic" else model or "llm, none configured"
         return {
             "subsets": sorted(self.subsets),
             "min_retention": self.min_retention,
             "min_gold_equivalence": self.min_gold_equivalence,
             "spider_row_cap": self.spider_row_cap,
-            "ile_proposer": self.ile_proposer if self.ile_proposer == "deterministic" else f"llm:{self.llm}",
+            "ile_proposer": proposer,
+            # the rows' replay and crosscheck statuses: validated on Oracle or not, checked against which candidates
+            "oracle_server": self.oracle_dsn is not None,
+            "crosscheck": self._crosscheck_source(model),
             "ile_rounds": self.ile_rounds,
             "procedure_databases": self.procedure_databases,
             "procedure_ile_rounds": self.procedure_ile_rounds,
             "procedure_ile_databases": self.procedure_ile_databases,
         }
+
+    def _crosscheck_source(self, model: str | None) -> str | None:
+        """The crosscheck's candidates: a file by its content's digest, else the model at the hint level."""
+        if self.crosscheck_solutions is None:
+            return model and f"{model}, hint {self.llm_hint}"
+        try:
+            return "file:" + hashlib.sha256(self.crosscheck_solutions.read_bytes()).hexdigest()[:16]
+        except OSError as exc:
+            raise ValueError(f"crosscheck_solutions {self.crosscheck_solutions}: cannot be read ({exc})") from exc
 
 
 def read_settings(path: Path) -> dict:

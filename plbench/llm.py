@@ -40,6 +40,11 @@ class LLMSettings:
     max_tokens: int | None = 2048
     timeout_s: float = 120.0
 
+    @property
+    def provenance(self) -> str:
+        """What a release says of the model it asked: never the key, nor where it is served."""
+        return f"{self.model} (temperature {self.temperature}, max_tokens {self.max_tokens})"
+
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides) -> LLMSettings:
         """Settings from the environment; raises ValueError with the reason when not configured."""

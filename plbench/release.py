@@ -79,10 +79,17 @@ def package_digest(package: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_id(config: BuildConfig, inputs: dict[str, str]) -> str:
+def build_id(config: BuildConfig, inputs: dict[str, str], oracle_grammar: str | None) -> str:
     """A content id of everything that shapes the release: builder (version and code), configuration, raw
-    checksums."""
-    shaped_by = {"builder": __version__, "code": builder_code(), "config": config.fingerprint(), "inputs": inputs}
+    checksums, and the Oracle grammar's parser when its gate ran (None: its packages are not installed, and
+    rows it would reject are released)."""
+    shaped_by = {
+        "builder": __version__,
+        "code": builder_code(),
+        "config": config.fingerprint(),
+        "inputs": inputs,
+        "oracle_grammar": oracle_grammar,
+    }
     return hashlib.sha256(json.dumps(shaped_by, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -273,7 +280,7 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
     if len(set(names)) != len(names):
         raise ValueError(f"a subset gave two parts: {sorted(names)}")
     parts, syntax = gate_release_parts(parts, config.workers, config.cache_dir / "oracle-grammar")
-    build = build_id(config, release_inputs(parts))
+    build = build_id(config, release_inputs(parts), syntax["parser"] if syntax["ran"] else None)
     rows = sorted(
         (r.with_(build_id=build) for p in parts for r in p.rows), key=lambda r: (r.subset, r.task_id, r.dialect)
     )

@@ -56,3 +56,24 @@ def test_an_unknown_executor_or_celery_without_a_broker_is_refused_by_name():
     with pytest.raises(ValueError, match="executor celery needs a broker: set PLBENCH_CELERY_BROKER"):
         executor_for(BuildConfig(executor="celery"))
     assert executor_for(BuildConfig(executor="celery", celery_broker="redis://127.0.0.1:1/0")).name == "celery"
+
+
+def test_the_fingerprint_names_the_model_but_never_its_key_and_tells_what_validated_the_rows(tmp_path):
+    from plbench.llm import LLMSettings
+
+    model = LLMSettings("http://10.0.0.7:8000/v1", "coder-7b", api_key="sk-secret")
+    fingerprint = BuildConfig(ile_proposer="llm", llm=model).fingerprint()
+    assert fingerprint["ile_proposer"] == "llm:coder-7b (temperature 0.0, max_tokens 2048)"
+    assert fingerprint["crosscheck"] == "llm:coder-7b (temperature 0.0, max_tokens 2048), hint none"
+    assert "sk-secret" not in json.dumps(fingerprint) and "10.0.0.7" not in json.dumps(fingerprint)
+    offline = BuildConfig().fingerprint()
+    assert (offline["oracle_server"], offline["crosscheck"]) == (False, None)
+    assert BuildConfig(oracle_dsn="u/p@127.0.0.1:9/FREEPDB1").fingerprint()["oracle_server"] is True
+    solutions = tmp_path / "solutions.jsonl"
+    solutions.write_text('{"task_id": "mbpp/2", "dialect": "postgres", "code": "x"}\n')
+    by_file = BuildConfig(crosscheck_solutions=solutions).fingerprint()["crosscheck"]
+    solutions.write_text('{"task_id": "mbpp/2", "dialect": "postgres", "code": "y"}\n')
+    assert by_file.startswith("file:")
+    assert BuildConfig(crosscheck_solutions=solutions).fingerprint()["crosscheck"] != by_file
+    with pytest.raises(ValueError, match="crosscheck_solutions .*missing.jsonl: cannot be read"):
+        BuildConfig(crosscheck_solutions=tmp_path / "missing.jsonl").fingerprint()
