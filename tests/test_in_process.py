@@ -47,23 +47,29 @@ def _stored(path):
     return pickle.loads(path.read_bytes())
 
 
-def test_a_stage_reading_its_inputs_first_gives_back_the_memory_earlier_stages_freed(tmp_path):
+def _stage_reading_its_input(tmp_path):
+    """A function that does what a step does first: read its input through the stage storage."""
+
     @dg.asset
     def stage() -> list:
         return [1, 2]
 
     storage = StageStorage(base_dir=str(tmp_path / "storage"))
     assert dg.materialize([stage], resources={"io_manager": storage}).success
-    process = psutil.Process()
+    io_manager = storage.create_io_manager(dg.build_init_resource_context())
+    upstream = dg.build_output_context(asset_key=stage.key)
+    return lambda: io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream))
+
+
+def test_a_stage_reading_its_inputs_first_gives_back_the_memory_earlier_stages_freed(tmp_path):
+    read_input, process = _stage_reading_its_input(tmp_path), psutil.Process()
     blocks = [bytes(1024) + bytes([i % 256]) for i in range(200_000)]  # 200 MB in malloc's heap
     held = blocks[::100]  # still held between the freed ones, so free() alone cannot shrink the heap
     before = process.memory_info().rss
     del blocks
     gc.collect()
     assert before - process.memory_info().rss < 50 << 20  # freed, but still resident
-    io_manager = storage.create_io_manager(dg.build_init_resource_context())
-    upstream = dg.build_output_context(asset_key=stage.key)
-    assert io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream)) == [1, 2]
+    assert read_input() == [1, 2]
     assert before - process.memory_info().rss > 150 << 20
     assert len(held) == 2000
 
@@ -71,20 +77,12 @@ def test_a_stage_reading_its_inputs_first_gives_back_the_memory_earlier_stages_f
 def test_a_stage_reading_its_inputs_first_gives_back_what_arrow_kept_of_freed_tables(tmp_path):
     import pyarrow as pa
 
-    @dg.asset
-    def stage() -> list:
-        return [1, 2]
-
-    storage = StageStorage(base_dir=str(tmp_path / "storage"))
-    assert dg.materialize([stage], resources={"io_manager": storage}).success
-    process = psutil.Process()
+    read_input, process = _stage_reading_its_input(tmp_path), psutil.Process()
     table = pa.table({"text": pa.array(["a" * 100] * 2_000_000)})  # 200 MB from Arrow's pool
     before = process.memory_info().rss
     del table
     assert before - process.memory_info().rss < 50 << 20  # freed, but the pool keeps it
-    io_manager = storage.create_io_manager(dg.build_init_resource_context())
-    upstream = dg.build_output_context(asset_key=stage.key)
-    assert io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream)) == [1, 2]
+    assert read_input() == [1, 2]
     assert before - process.memory_info().rss > 150 << 20
 
 
