@@ -9,36 +9,19 @@ Dagster's: one partition gives its value, several a dict keyed by partition key.
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager
 
-from plbench.collector import collector_paused
-
-# glibc's, from the symbols the process already has (as plbench/_sandbox_contain.py reaches libc); None elsewhere
-_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
-
-
-def _give_back_freed_memory() -> None:
-    """Return to the system the heap pages that freed objects held. glibc keeps them, so in one process (the
-    in-process executor) each step began on top of what the earlier ones had freed: after two stored values
-    were dropped 0.8 GB stayed resident, and malloc_trim(0) gave it back in 30 ms. Arrow's pool keeps what
-    freed tables held as well (0.6 GB of the nine-subset tasks table's 0.66 GB), and neither allocator reuses
-    the other's pages, so a step making Arrow tables after steps of Python objects paid for both."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-    if (arrow := sys.modules.get("pyarrow")) is not None:  # a process that never imported it holds no pool
-        arrow.default_memory_pool().release_unused()
+from plbench.collector import collector_paused, give_back_freed_memory
 
 
 class _PartitionedPickles(PickledObjectFilesystemIOManager):
     def load_input(self, context: dg.InputContext) -> Any:
-        _give_back_freed_memory()  # before a step reads its inputs: what the steps before it freed
+        give_back_freed_memory()  # before a step reads its inputs: what the steps before it freed
         return super().load_input(context)
 
     def load_from_path(self, context: dg.InputContext, path) -> Any:

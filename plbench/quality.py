@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from plbench.collector import give_back_freed_memory
 from plbench.file_cells import cells_table, row_groups, text_bytes
 
 if TYPE_CHECKING:
@@ -308,6 +309,7 @@ def run_suite(suite: dict, rows: list[dict], schema: pa.Schema, manifest: dict, 
             gx_suite = gx.ExpectationSuite(name=suite["suite"], expectations=expectations)
             validation = _batch_definition().get_batch(batch_parameters={"dataframe": frame}).validate(gx_suite)
             del frame
+            give_back_freed_memory()  # the frame's Arrow pages (its pool) and pandas' (malloc) before the next
             for result in validation.results:
                 results.setdefault(expectation_head(result.expectation_config, where), []).append(result)
     except Exception as exc:  # rows off the schema, or a suite entry GX rejects: the gate cannot pass
