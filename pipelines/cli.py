@@ -202,8 +202,7 @@ def final_lines(summary: dict) -> list[str]:
     if "release" not in summary:
         return [f"plbench: {summary['job']} done; no release written (add --version V to write one)"]
     if summary.get("up_to_date") and summary.get("runs"):
-        done = "up to date (the stages that ran left what it holds as it was; run {} wrote it) in"
-        done = done.format(summary["run_id"])
+        done = f"up to date (the stages that ran left what it holds as it was; run {summary['run_id']} wrote it) in"
     elif summary.get("up_to_date"):
         done = "up to date (nothing changed since run {}) in".format(summary["run_id"])
     elif summary.get("unchanged"):

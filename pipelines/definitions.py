@@ -108,18 +108,13 @@ def subsets_fed(assets: list[dg.AssetsDefinition], subsets: tuple) -> dict[dg.As
     `release_inputs`. An asset past every subset's inputs (release_tables and on) serves them all. A
     partitioned asset serves none: a partition holds one database's value whichever subsets read it (the
     selection decides which partitions exist, assets/spider.register_database_partitions)."""
-    specs = [spec for a in assets for spec in a.specs]
-    parents = {spec.key: {dep.asset_key for dep in spec.deps} for spec in specs}
-    fed = {key: set() for key in parents}
-    for subset in subsets:
-        frontier = {dg.AssetKey(name) for name in subset.release_inputs}
-        while frontier:
-            for key in frontier:
-                fed[key].add(subset.name)
-            frontier = {p for key in frontier for p in parents[key] if subset.name not in fed[p]}
-    every = frozenset(s.name for s in subsets)
-    fed = {key: frozenset(names) or every for key, names in fed.items()}
-    return fed | {spec.key: frozenset() for spec in specs if spec.partitions_def is not None}
+    feeding = {s.name: dg.AssetSelection.assets(*s.release_inputs).upstream().resolve(assets) for s in subsets}
+    every = frozenset(feeding)
+    fed = {}
+    for spec in (spec for a in assets for spec in a.specs):
+        names = frozenset(name for name, keys in feeding.items() if spec.key in keys)
+        fed[spec.key] = frozenset() if spec.partitions_def is not None else names or every
+    return fed
 
 
 def _with_settings(spec: dg.AssetSpec, config: BuildConfig, subsets: frozenset[str]) -> dg.AssetSpec:

@@ -138,6 +138,7 @@ class Plan:
 
     @property
     def outdated(self) -> list[dg.AssetKey]:
+        """Every asset not fresh now, upstream first; empty when every stored value is fresh."""
         return self.run_now + self.waiting
 
 
@@ -169,12 +170,6 @@ def build_plan(
         elif any(p in plan.run_now for p in parents):
             plan.waiting.append(key)
     return plan
-
-
-def outdated_assets(defs: dg.Definitions, instance: dg.DagsterInstance, partitions: list[str]) -> list[dg.AssetKey]:
-    """The assets that are not fresh now, upstream first (what runs now and what waits on it); empty when every
-    stored value is fresh."""
-    return build_plan(defs, instance, partitions).outdated
 
 
 def _fresh(instance, graph, node, parents, recorded) -> bool:

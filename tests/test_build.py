@@ -15,7 +15,7 @@ from dagster._core.definitions.data_version import CODE_VERSION_TAG
 from assets.spider import PARTITION_DIGEST
 from pipelines.cli import build, execute, failure_messages, outcome, validate
 from pipelines.definitions import build_definitions
-from pipelines.freshness import outdated_assets
+from pipelines.freshness import build_plan
 from pipelines.stages import NAMES_THE_RELEASE, step_stage
 from plbench.release_report import PNG_SIGNATURE
 from tests.fixtures import MBPP, SPIDER_DEV
@@ -88,7 +88,7 @@ def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_rerun
     assert "release t1 up to date (nothing changed since run" in capsys.readouterr().out
     moved = config.with_(out_dir=tmp_path)  # where the release goes is read by the release stages only
     partitions = instance.get_dynamic_partitions("database")
-    outdated = {k.to_user_string() for k in outdated_assets(build_definitions(moved), instance, partitions)}
+    outdated = {k.to_user_string() for k in build_plan(build_definitions(moved), instance, partitions).outdated}
     assert outdated == {"validation_reports", "release"}  # the prepared release is reused, not graded again
     assert build(moved, instance) == 0
     [run] = instance.get_runs(limit=1)
@@ -293,7 +293,7 @@ def test_one_database_partition_rebuilds_alone(setup):
 
     def outdated() -> set[str]:
         partitions = instance.get_dynamic_partitions("database")
-        return {k.to_user_string() for k in outdated_assets(build_definitions(config), instance, partitions)}
+        return {k.to_user_string() for k in build_plan(build_definitions(config), instance, partitions).outdated}
 
     downstream = {"normalization_report", "spider_plsql_tasks"}
     assert not outdated() & downstream  # the partition holds what it held when they ran

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.cli import execute, final_lines, main, parser, report
 from pipelines.definitions import build_definitions
-from pipelines.freshness import outdated_assets
+from pipelines.freshness import build_plan
 from pipelines.progress import HINTS, Progress, figures, hint_for, progress_bar
 from plbench.config import BuildConfig
 from tests.fixtures import MBPP, write_mirror
@@ -162,7 +162,7 @@ def test_a_partitioned_stage_shows_a_bar_of_its_databases_on_a_terminal_only():
 def test_without_a_spider_subset_the_database_stages_are_not_outdated_and_stored_stages_are_fresh(tmp_path, instance):
     config = _config(tmp_path)
     assert execute(config, MBPP_ONLY, instance=instance).success
-    outdated = {k.to_user_string() for k in outdated_assets(build_definitions(config), instance, [])}
+    outdated = {k.to_user_string() for k in build_plan(build_definitions(config), instance, []).outdated}
     assert not outdated & {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases"}  # stored, code and inputs unchanged
     assert not outdated & {"normalized_databases_postgres", "normalized_databases_oracle"}  # no partition
     assert {"mbpp_signatures", "mbpp_tasks", "normalization_report", "release"} <= outdated  # never built
