@@ -5,7 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.sharded import shard_outputs
-from assets.versions import content_versioned
+from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.storage import drop_step_outputs
 from plbench.config import DIALECT_NAMES, BuildConfig
@@ -43,10 +43,11 @@ def _raw_asset(subset: str):
         group_name=GROUP,
         kinds={"python"},
         description=f"The {subset} raw files, checksum-verified, read into typed records.",
+        metadata=reads_selection(subset),
     )
     @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> Ingested | None:
-        if subset not in build.subsets:
+        if not selected_subsets(context, build, [subset]):
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
             return None
         ingested = ingest(build, subset)

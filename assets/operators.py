@@ -7,7 +7,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.versions import content_versioned
+from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.resources import LLMResource
 from plbench.config import BuildConfig
 from plbench.mbpp.stages import Ingested, StageOutput, build_tasks
@@ -23,6 +23,7 @@ GROUP = "operators"
     kinds={"python"},
     description="ILE on MBPP: up to N rounds per task, each adding a business rule proven by execution in "
     "the sandbox; the enhanced tasks' artifacts in both dialects, and every proposal with its verdict.",
+    metadata=reads_selection("mbpp_ile"),
 )
 @content_versioned
 def mbpp_ile_tasks(
@@ -32,7 +33,7 @@ def mbpp_ile_tasks(
     mbpp_augmented: StageOutput,
     mbpp_raw: Ingested | None,
 ) -> IleOutput | None:
-    if mbpp_raw is None or "mbpp_ile" not in build.subsets:
+    if mbpp_raw is None or not selected_subsets(context, build, ["mbpp_ile"]):
         context.log.info(f"mbpp_ile is not among the selected subsets {build.subsets}")
         return None
     chosen = configured_proposer(build.ile_proposer, llm.client, DeterministicProposer, LLMProposer)

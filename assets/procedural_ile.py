@@ -5,6 +5,7 @@ version is its module's source closure, so a change to MBPP's replay does not ma
 
 import dagster as dg
 
+from assets.versions import reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import BuildConfig, NotConfigured
@@ -26,6 +27,7 @@ GROUP = "operators"
     "reference (both dialects) and a clause to the requirement, accepted only when it runs, a call of the rebuilt "
     "suite tells it from the previous round and the clause names what it touches (a model judges too when one is "
     "configured); the procedures_ile tasks, the multiturn episodes, and every proposal with its verdict.",
+    metadata=reads_selection(ILE, MULTITURN),
 )
 def procedural_ile(
     context: dg.AssetExecutionContext,
@@ -35,7 +37,7 @@ def procedural_ile(
     spider1_raw: SpiderInputs | None,
     procedure_seeds: ProcedureSeeds | None,
 ) -> ProceduralIle | None:
-    if procedure_seeds is None or spider1_raw is None or not {ILE, MULTITURN} & set(build.subsets):
+    if procedure_seeds is None or spider1_raw is None or not selected_subsets(context, build, [ILE, MULTITURN]):
         context.log.info(f"procedures_ile and multiturn need the procedures' seeds; selected: {build.subsets}")
         return None
     client = llm.client()

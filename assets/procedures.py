@@ -12,6 +12,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.spider import normalization_report, normalized_assets
+from assets.versions import reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
@@ -33,6 +34,7 @@ TASKS = SUBSET.tasks_asset
     description="Procedural seeds: every identical Spider 1.0 gold query (train and dev) lifted into typed "
     "para_ parameters by each archetype, each with a call suite from the database's own values, checked "
     "deterministic (two runs and a shuffled copy) and scored by its mutants; rejections with reasons.",
+    metadata=reads_selection(*SEEDED_SUBSETS),
 )
 def procedure_seeds(
     context: dg.AssetExecutionContext,
@@ -41,7 +43,7 @@ def procedure_seeds(
     spider1_raw: SpiderInputs | None,
     reports_postgres: dict[str, DatabaseReport] | None,  # None: no database partition (no Spider subset)
 ) -> ProcedureSeeds | None:
-    if spider1_raw is None or not set(SEEDED_SUBSETS) & set(build.subsets):
+    if spider1_raw is None or not selected_subsets(context, build, SEEDED_SUBSETS):
         context.log.info(f"none of {SEEDED_SUBSETS} is among the selected subsets {build.subsets}")
         return None
     reports = reports_of(spider1_raw, reports_postgres or {}, "postgres")

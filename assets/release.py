@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.versions import content_versioned
+from assets.versions import content_versioned, reads_selection
 from pipelines.resources import EnginesResource
 from pipelines.stages import seconds_by_stage
 from plbench.config import BuildConfig
@@ -41,6 +41,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         ins={key: dg.AssetIn(key=key) for key in inputs},
         description="Release rows, rejections, types, databases and manifest of every subset, reconciled, "
         "before writing.",
+        metadata=reads_selection(*(s.name for s in subsets)),  # the manifest names the selection
     )
     @content_versioned
     def release_tables(

@@ -14,7 +14,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.versions import content_versioned
+from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.content_digest import content_digest
@@ -45,6 +45,11 @@ def selected_sources(config: BuildConfig) -> list[str]:
     return list(dict.fromkeys(source for subset, source in SOURCES.items() if subset in config.subsets))
 
 
+def reading(source: str) -> list[str]:
+    """The subsets that read the raw dataset `source`."""
+    return [subset for subset, read in SOURCES.items() if read == source]
+
+
 def _ingest(source: str, config: BuildConfig) -> SpiderInputs:
     return ingest_spider1(config) if source == "spider1" else ingest_spider2(config)
 
@@ -68,10 +73,11 @@ def _raw_asset(source: str):
         kinds={"python"},
         description=f"{source}: verified raw files, its databases and questions (one `database` "
         "partition per loadable database).",
+        metadata=reads_selection(*reading(source)),
     )
     @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> SpiderInputs | None:
-        if source not in selected_sources(build):
+        if not selected_subsets(context, build, reading(source)):
             context.log.info(f"no subset reading {source} is among the selected subsets {build.subsets}")
             return None
         inputs = _ingest(source, build)
@@ -258,6 +264,7 @@ def _tasks_metadata(tasks: SpiderTasks) -> dict:
     deps=[normalization_report],
     description="Spider-PLSQL: a task per Spider 1.0 dev question and dialect whose reference block "
     "reproduces the gold output on PostgreSQL.",
+    metadata=reads_selection("spider_plsql"),
 )
 @content_versioned
 def spider_plsql_tasks(
@@ -268,7 +275,8 @@ def spider_plsql_tasks(
     reports_oracle: dict[str, DatabaseReport] | None,
     reports_postgres: dict[str, DatabaseReport] | None,
 ) -> SpiderTasks:
-    if spider1_raw is None or "spider_plsql" not in build.subsets:  # spider1_raw may serve procedures only
+    # spider1_raw may serve the procedures only
+    if spider1_raw is None or not selected_subsets(context, build, ["spider_plsql"]):
         return SpiderTasks("spider_plsql")
     stored = _by_dialect(reports_oracle, reports_postgres)
     with engines.open("postgres") as engine, engines.open("oracle") as oracle:

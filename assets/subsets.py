@@ -36,7 +36,7 @@ import time
 
 import dagster as dg
 
-from assets.versions import code_version
+from assets.versions import code_version, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import BuildConfig
@@ -75,11 +75,12 @@ def _tasks_asset(subset: StagedSubset, version: str) -> dg.AssetsDefinition:
         ins={key: dg.AssetIn(key=key) for key in stages.inputs},
         description=f"{subset.name}: its raw records ingested and its candidate tasks built "
         f"({_qualname(stages.ingest)}, {_qualname(stages.build)}).",
+        metadata=reads_selection(subset.name),
     )
     def tasks(
         context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **inputs
     ) -> Staged | None:
-        if subset.name not in build.subsets:
+        if not selected_subsets(context, build, [subset.name]):
             context.log.info(f"{subset.name} is not among the selected subsets {build.subsets}")
             return None
         return _timed(context, engines, stages.build_engines, lambda opened: stages.tasks(build, inputs, opened))

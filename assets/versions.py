@@ -9,7 +9,8 @@ Hand-kept version strings would drift; this cannot.
 The build's configuration is part of what an asset runs, so it joins the code version too
 (`config_digest`), but for what cannot change its value: settings that only say how a run executes
 (EXECUTION_SETTINGS), where the release goes and what it is called (RELEASE_SETTINGS, but for the assets
-that write or name the release), and the selection of subsets the asset's value does not feed.
+that write or name the release), and of the subset selection, what the asset's value can follow: the
+subsets it feeds that its own code, or an upstream asset's, asks about (`reads_selection`, `selected_subsets`).
 """
 
 from __future__ import annotations
@@ -55,12 +56,36 @@ RELEASE_SETTINGS = ("version", "out_dir", "validation_dir")
 EXECUTION_SETTINGS = ("workers", "procedure_workers", "executor", "celery_broker", "task_shards")
 
 
-def config_digest(config, names_release: bool, subsets_fed: frozenset[str]) -> str:
+def config_digest(config, names_release: bool, subsets: frozenset[str]) -> str:
     """The settings an asset depends on, as a digest (keys and secrets never shown): all but
     EXECUTION_SETTINGS, and RELEASE_SETTINGS unless the asset names or places the release
-    (pipelines.stages.NAMES_THE_RELEASE). Of the selected subsets, only those in `subsets_fed`, the ones
-    the asset's value goes into: selecting MBPP+ leaves Spider's stages as they were."""
+    (pipelines.stages.NAMES_THE_RELEASE). Of the selected subsets, only those in `subsets`, the ones
+    the asset's value can follow (pipelines/definitions.subsets_digested): selecting MBPP+ leaves Spider's
+    stages as they were."""
     left_out = EXECUTION_SETTINGS + (() if names_release else RELEASE_SETTINGS)
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in left_out}
-    settings["subsets"] = tuple(name for name in config.subsets if name in subsets_fed)
+    settings["subsets"] = tuple(name for name in config.subsets if name in subsets)
     return content_digest(settings)[:16]
+
+
+# Asset metadata naming the subsets whose selection the asset's code asks about (`selected_subsets`).
+READS_SELECTION = "reads_selection"
+
+
+def reads_selection(*subsets: str) -> dict[str, list[str]]:
+    """The metadata declaring that an asset's code asks whether `subsets` are selected: its code version,
+    and that of what it feeds, digests their selection (pipelines/definitions.subsets_digested)."""
+    return {READS_SELECTION: sorted(subsets)}
+
+
+def selected_subsets(context, build, subsets) -> set[str]:
+    """Which of `subsets` the build selects. An asset may ask only about those it declares
+    (`reads_selection`): no other selection is in its code version, so its value would not follow it."""
+    declared = context.assets_def.metadata_by_key[context.asset_key].get(READS_SELECTION, [])
+    undeclared = sorted(set(subsets) - set(declared))
+    if undeclared:
+        raise ValueError(
+            f"{context.asset_key.to_user_string()} asks whether {undeclared} are selected but declares "
+            f"{declared}: add them to its reads_selection metadata (assets/versions.py)"
+        )
+    return set(subsets) & set(build.subsets)

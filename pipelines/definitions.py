@@ -9,6 +9,7 @@ stage, the job the UI's Materialize button launches for an asset of that stage (
 """
 
 import logging
+from collections import defaultdict
 
 import dagster as dg
 
@@ -25,7 +26,7 @@ from assets import (
     validation,
 )
 from assets.subsets import subset_assets
-from assets.versions import code_version, config_digest
+from assets.versions import READS_SELECTION, code_version, config_digest
 from pipelines.executors import executor_for
 from pipelines.progress import progress_logger
 from pipelines.resources import engines_resource, llm_resource
@@ -99,22 +100,28 @@ def _assets(config: BuildConfig) -> list[dg.AssetsDefinition]:
         lambda spec: spec.replace_attributes(kinds=kinds) if spec.key.path == ["crosscheck_candidates"] else spec,
         out,
     )
-    fed = subsets_fed(out, subsets)
-    return dg.map_asset_specs(lambda spec: _with_settings(spec, config, fed[spec.key]), out)
+    digested = subsets_digested(out, subsets)
+    return dg.map_asset_specs(lambda spec: _with_settings(spec, config, digested[spec.key]), out)
 
 
-def subsets_fed(assets: list[dg.AssetsDefinition], subsets: tuple) -> dict[dg.AssetKey, frozenset[str]]:
-    """Per asset, the subsets its value goes into: those with it or an asset it feeds among their
-    `release_inputs`. An asset past every subset's inputs (release_tables and on) serves them all. A
-    partitioned asset serves none: a partition holds one database's value whichever subsets read it (the
-    selection decides which partitions exist, assets/spider.register_database_partitions)."""
+def subsets_digested(assets: list[dg.AssetsDefinition], subsets: tuple) -> dict[dg.AssetKey, frozenset[str]]:
+    """Per asset, the selected subsets its code version digests: of those its value goes into (those with it,
+    or an asset it feeds, among their `release_inputs`; all, past every subset's inputs), the ones its own
+    code or an upstream asset's asks about (assets/versions.reads_selection). The selection reaches the
+    rest only through their upstream values, which the data versions follow. A partitioned asset digests
+    none: a partition holds one database's value whichever subsets read it (the selection decides which
+    partitions exist, assets/spider.register_database_partitions)."""
     feeding = {s.name: dg.AssetSelection.assets(*s.release_inputs).upstream().resolve(assets) for s in subsets}
     every = frozenset(feeding)
-    fed = {}
+    asked = defaultdict(set)
+    for spec in (spec for a in assets for spec in a.specs if READS_SELECTION in spec.metadata):
+        for key in dg.AssetSelection.assets(spec.key).downstream().resolve(assets):
+            asked[key] |= set(spec.metadata[READS_SELECTION])
+    digested = {}
     for spec in (spec for a in assets for spec in a.specs):
-        names = frozenset(name for name, keys in feeding.items() if spec.key in keys)
-        fed[spec.key] = frozenset() if spec.partitions_def is not None else names or every
-    return fed
+        fed = frozenset(name for name, keys in feeding.items() if spec.key in keys) or every
+        digested[spec.key] = frozenset() if spec.partitions_def is not None else fed & asked[spec.key]
+    return digested
 
 
 def _with_settings(spec: dg.AssetSpec, config: BuildConfig, subsets: frozenset[str]) -> dg.AssetSpec:

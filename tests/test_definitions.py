@@ -197,19 +197,66 @@ def test_how_a_run_executes_is_no_part_of_any_code_version():
     assert _versions(subsets=FOUR, statement_timeout_s=5.0) != _versions(subsets=FOUR)  # that one grades
 
 
-def test_a_subset_selection_moves_only_the_versions_of_what_feeds_the_subsets_it_changes():
+def test_a_subset_selection_moves_only_the_versions_of_what_asks_about_the_subsets_it_changes():
     from plbench.config import SUBSETS
 
     four = _versions(subsets=FOUR)
-    nine, no_plus = _versions(subsets=SUBSETS), _versions(subsets=("mbpp", "spider_plsql", "spider2"))
-    validations = {f"{stage}_{d}" for stage in ("replay_validation", "roundtrip") for d in ("oracle", "postgres")}
-    partitions = {"normalized_databases_oracle", "normalized_databases_postgres"}  # one database's value each
-    # MBPP's tasks and their validations, the partitions and Spider's tasks stay fresh
-    unmoved = {"mbpp_tasks", *validations, *partitions, "spider_plsql_tasks", "spider2_tasks"}
-    assert {name for name in four if four[name] == nine[name]} == unmoved
+    moved = {
+        name: {n for n, v in _versions(subsets=subsets).items() if v != four[n]}
+        for name, subsets in (("nine", SUBSETS), ("no_plus", ("mbpp", "spider_plsql", "spider2")))
+    }
     release = {"release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"}
-    mbpp = {"mbpp_raw", "mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_augmented", "mbpp_tasks"}
-    assert {name for name in four if four[name] != no_plus[name]} == {*mbpp, *validations, *release}
+    staged = {f"{s}_{kind}" for s in SUBSETS if s not in FOUR for kind in ("tasks", "validation")}
+    # MBPP's and Spider's stages and the partitions stay fresh: no code of theirs asks about the new subsets;
+    # spider1_raw does (the procedures read it too), and so what reads it for the procedures
+    procedures = {"spider1_raw", "normalization_report", "procedure_seeds", "procedural_ile"}
+    assert moved["nine"] == {*staged, *procedures, *release}
+    # mbpp_raw asks about MBPP alone: dropping MBPP+ leaves it fresh
+    mbpp_plus = {"mbpp_plus_raw", "mbpp_test_cases", "mbpp_signatures", "mbpp_augmented", "mbpp_tasks"}
+    validations = {f"{stage}_{d}" for stage in ("replay_validation", "roundtrip") for d in ("oracle", "postgres")}
+    assert moved["no_plus"] == {*mbpp_plus, *validations, *release}
+
+
+def test_dropping_mbpp_ile_moves_only_ile_and_the_release():
+    from plbench.config import SUBSETS
+
+    nine, no_ile = _versions(subsets=SUBSETS), _versions(subsets=tuple(s for s in SUBSETS if s != "mbpp_ile"))
+    release = {"release_tables", "crosscheck_candidates", "crosscheck", "validation_reports", "release"}
+    assert {n for n in nine if nine[n] != no_ile[n]} == {"mbpp_ile_tasks", "mbpp_ile_validation", *release}
+
+
+def test_an_asset_asks_only_about_the_subsets_it_declares():
+    from assets.versions import reads_selection, selected_subsets
+    from plbench.config import BuildConfig
+
+    @dg.asset(metadata=reads_selection("mbpp"))
+    def asking(context: dg.AssetExecutionContext) -> None:
+        build = BuildConfig(subsets=("mbpp", "spider2"))
+        assert selected_subsets(context, build, ["mbpp"]) == {"mbpp"}
+        selected_subsets(context, build, ["mbpp", "spider2"])
+
+    with pytest.raises(ValueError, match=r"asking asks whether \['spider2'\] are selected but declares \['mbpp'\]"):
+        dg.materialize([asking], raise_on_error=True)
+
+
+def test_assets_read_the_selection_only_through_what_they_declare():
+    """Outside log messages, an asset's code reads `build.subsets` only through selected_subsets, which
+    holds it to its declaration; config_digest digests it, and the partitions' registration (no asset)
+    reads it to know the databases."""
+    import ast
+    from pathlib import Path
+
+    import assets
+
+    allowed = {"selected_subsets", "config_digest", "selected_sources"}
+    found = []
+    for path in sorted(Path(assets.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        in_text = {id(n) for s in ast.walk(tree) if isinstance(s, ast.JoinedStr) for n in ast.walk(s)}
+        for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name not in allowed):
+            reads = [n for n in ast.walk(function) if isinstance(n, ast.Attribute) and n.attr == "subsets"]
+            found += [f"{path}:{n.lineno}" for n in reads if id(n) not in in_text]
+    assert found == []
 
 
 def test_imports_are_found_in_every_nested_block(tmp_path):
