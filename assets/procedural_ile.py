@@ -5,7 +5,7 @@ version is its module's source closure, so a change to MBPP's replay does not ma
 
 import dagster as dg
 
-from assets.versions import reads_selection, selected_subsets
+from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource, LLMResource
 from plbench.config import BuildConfig, NotConfigured
@@ -29,6 +29,7 @@ GROUP = "operators"
     "configured); the procedures_ile tasks, the multiturn episodes, and every proposal with its verdict.",
     metadata=reads_selection(ILE, MULTITURN),
 )
+@content_versioned
 def procedural_ile(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],

@@ -12,7 +12,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.spider import normalization_report, normalized_assets
-from assets.versions import reads_selection, selected_subsets
+from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
@@ -36,6 +36,7 @@ TASKS = SUBSET.tasks_asset
     "deterministic (two runs and a shuffled copy) and scored by its mutants; rejections with reasons.",
     metadata=reads_selection(*SEEDED_SUBSETS),
 )
+@content_versioned
 def procedure_seeds(
     context: dg.AssetExecutionContext,
     build: dg.ResourceParam[BuildConfig],

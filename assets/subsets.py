@@ -36,7 +36,7 @@ import time
 
 import dagster as dg
 
-from assets.versions import code_version, reads_selection, selected_subsets
+from assets.versions import code_version, content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
 from plbench.config import BuildConfig
@@ -77,6 +77,7 @@ def _tasks_asset(subset: StagedSubset, version: str) -> dg.AssetsDefinition:
         f"({_qualname(stages.ingest)}, {_qualname(stages.build)}).",
         metadata=reads_selection(subset.name),
     )
+    @content_versioned
     def tasks(
         context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **inputs
     ) -> Staged | None:
@@ -100,6 +101,7 @@ def _validation_asset(subset: StagedSubset, version: str) -> dg.AssetsDefinition
         description=f"{subset.name}: its tasks validated by execution ({_qualname(stages.validate)}); "
         "the value is the subset's part of the release.",
     )
+    @content_versioned
     def validation(
         context: dg.AssetExecutionContext,
         build: dg.ResourceParam[BuildConfig],

@@ -51,8 +51,10 @@ def _feed(digest, value) -> None:
         digest.update(b"}")
     elif isinstance(value, set | frozenset):
         digest.update(b"e%d{" % len(value) + b"".join(sorted(_part(v) for v in value)) + b"}")
-    elif dataclasses.is_dataclass(value):
-        _feed_fields(digest, value, [f.name for f in dataclasses.fields(value)])
+    elif hasattr(value, "__content__"):  # a class that says what it holds (plbench.procedures.stored_trees)
+        _feed(digest, (type(value).__qualname__, value.__content__()))
+    elif dataclasses.is_dataclass(value):  # a field left out of equality is a cache or a measurement
+        _feed_fields(digest, value, [f.name for f in dataclasses.fields(value) if f.compare])
     elif hasattr(value, "__dict__"):
         _feed_fields(digest, value, sorted(vars(value)))
     elif hasattr(value, "to_string"):  # pyarrow schemas and types

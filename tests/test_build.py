@@ -10,7 +10,6 @@ import dagster as dg
 import matplotlib.image
 import pyarrow.parquet as pq
 import pytest
-from dagster._core.definitions.data_version import CODE_VERSION_TAG
 
 from assets.spider import PARTITION_DIGEST
 from pipelines.cli import build, execute, failure_messages, outcome, validate
@@ -97,22 +96,33 @@ def test_a_build_in_which_nothing_changed_runs_nothing_and_a_moved_release_rerun
         assert (tmp_path / "t1" / table).read_bytes() == (config.out_dir / "t1" / table).read_bytes()
 
 
-def test_a_stage_rerun_to_the_same_value_leaves_every_stage_after_it_as_it_was(setup, capsys):
+# MBPP's, the procedures' seeds, ILE on them, and a stage assets/subsets.py makes from a subset's own
+@pytest.mark.parametrize("stage", ["mbpp_signatures", "procedure_seeds", "procedural_ile", "procedures_tasks"])
+def test_a_fix_that_changes_no_value_reruns_its_stage_alone(setup, capsys, monkeypatch, stage):
+    import pipelines.definitions
+
     config, instance = setup
     assert build(config, instance, quiet=True) == 0  # what earlier tests moved, back as this build makes it
     capsys.readouterr()
-    key = dg.AssetKey("mbpp_signatures")
-    [latest] = instance.fetch_materializations(key, limit=1).records
-    stored = latest.asset_materialization  # as if made by other code: the build must run it again
-    instance.report_runless_asset_event(stored._replace(tags={**stored.tags, CODE_VERSION_TAG: "older code"}))
+    key = dg.AssetKey(stage)
+    with_settings = pipelines.definitions._with_settings
+
+    def fixed(spec, *args):  # the stage's code changed (a fix), what it makes did not
+        spec = with_settings(spec, *args)
+        return spec.replace_attributes(code_version=f"{spec.code_version}-fix") if spec.key == key else spec
+
+    monkeypatch.setattr(pipelines.definitions, "_with_settings", fixed)
     runs = instance.get_runs_count()
     assert build(config, instance, output="json") == 0
     summary = json.loads(capsys.readouterr().out)
     [run] = instance.get_runs(limit=1)
     assert instance.get_runs_count() == runs + 1 and summary["runs"] == [run.run_id]
-    assert _succeeded(instance, run) == {"mbpp_signatures"}  # its value came out as it was: nothing else ran
+    checks = {f"{stage}_{c.name}" for c in build_definitions(config).resolve_asset_graph().get(key).check_keys}
+    assert _succeeded(instance, run) == {stage, *checks}  # its value came out as it was: nothing else ran
     assert run.tags["plbench/wave"] == "1"
     assert summary["up_to_date"] and summary["release"] == str(config.out_dir / "t1")
+    monkeypatch.undo()
+    assert build(config, instance, quiet=True) == 0  # the stage as its code is, for the tests after this one
 
 
 def test_validation_is_reported_per_dialect_and_never_invented_for_oracle(setup):

@@ -56,3 +56,33 @@ def test_the_digest_is_the_same_in_another_process_with_another_hash_seed():
 def test_a_value_without_a_content_rule_is_refused_by_type():
     with pytest.raises(TypeError, match="no content rule for a list_iterator"):
         content_digest({"a": [iter([1])]})
+
+
+@dataclass
+class Cached:
+    value: int
+    rendered: dict = field(default_factory=dict, compare=False)  # a cache: not what the value equals by
+
+
+def test_a_field_left_out_of_equality_is_not_content():
+    assert content_digest(Cached(1)) == content_digest(Cached(1, {"oracle": "text"}))
+    assert content_digest(Cached(1)) != content_digest(Cached(2))
+
+
+def test_statements_digest_their_trees_whether_stored_or_not():
+    import pickle
+
+    import sqlglot
+
+    from plbench.procedures.model import Sql
+
+    def statement(text: str) -> Sql:
+        return Sql("update", {d: sqlglot.parse_one(text, dialect=d) for d in ("oracle", "postgres")})
+
+    fresh = statement("UPDATE t SET a = 1 WHERE b = 2")
+    stored = pickle.loads(pickle.dumps(fresh))  # its trees kept pickled, not loaded
+    loaded = pickle.loads(pickle.dumps(fresh))
+    assert loaded.render("postgres") == "UPDATE t SET a = 1 WHERE b = 2;" and loaded.trees.loaded
+    digests = {content_digest(s) for s in (fresh, stored, loaded)}
+    assert len(digests) == 1 and not stored.trees.loaded  # digesting loads no tree
+    assert content_digest(statement("UPDATE t SET a = 1 WHERE b = 3")) not in digests

@@ -9,6 +9,7 @@ A class lists its tree fields in TREE_FIELDS; each is pickled as one blob and re
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections.abc import Iterator, Mapping
 from typing import ClassVar
@@ -54,6 +55,10 @@ class StoredTrees(Mapping):
         blob = self._blob if self._trees is None else pickle.dumps(self._trees, protocol=pickle.HIGHEST_PROTOCOL)
         return StoredTrees, (self._dialects, blob)
 
+    def __content__(self) -> tuple:
+        """The dialects and the trees' pickled bytes (plbench.content_digest): equal trees pickle alike."""
+        return self.__reduce__()[1]
+
     def __repr__(self) -> str:
         return f"StoredTrees({', '.join(self._dialects)}{'' if self.loaded else ', not loaded'})"
 
@@ -68,3 +73,8 @@ class TreesStoredApart:
         for name in self.TREE_FIELDS:
             state[name] = StoredTrees.of(state[name])
         return state
+
+    def __content__(self) -> dict:
+        """The fields equality compares, each tree field as it is stored (plbench.content_digest)."""
+        state = self.__getstate__()
+        return {f.name: state[f.name] for f in dataclasses.fields(self) if f.compare}

@@ -83,7 +83,9 @@ class Staged:
     count_in: int
     count_out: int
     rejections: list[Rejection] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)  # further JSON figures for the asset's metadata
+    # further JSON figures for the asset's metadata, measurements among them (B2's speedups): shown, not handed
+    # on, so no part of what the stage's value is (its content digest, plbench.content_digest)
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def rejected_by_reason(self) -> dict[str, int]:
         return dict(sorted(Counter(r.reason_code for r in self.rejections).items()))
