@@ -22,7 +22,7 @@ from plbench.grading.trivial import gate_parts
 from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
 from plbench.grading.verdict_cache import VerdictCache
 from plbench.quality import check_release, failed_suites
-from plbench.release import PreparedRelease, apply_crosscheck, gate_while_parsing, prepare_release, publish
+from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.validation.crosscheck import CrosscheckReport
 from plbench.validation.metadata import metadata_accuracy
 
@@ -50,8 +50,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         parts = [s.release_part(build, {k: values[k] for k in s.release_inputs}) for s in subsets]
         with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
             cache = VerdictCache(build.cache_dir / VERDICTS_FILE, engine)
-            registered = {s.name: s for s in subsets}
-            parts = gate_while_parsing(build, parts, lambda p: gate_parts(p, registered, engine, build.workers, cache))
+            parts = gate_parts(parts, {s.name: s for s in subsets}, engine, build.workers, cache)
         prepared = prepare_release(build, parts)
         prepared.manifest["quality"] = check_release(prepared)
         prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])

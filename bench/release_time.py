@@ -1,19 +1,17 @@
 """Wall time, CPU and peak memory of `release_tables` and `release`, phase by phase, rerun from the
 stage values an earlier build stored (`plbench build` once first).
 
-    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--cold] [--profile FILE]
+    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--profile FILE]
 
 Loads the values of every asset `release_tables` reads from the stage storage (default: this
 checkout's `.cache/dagster-storage`), then runs what the two assets run, as they run it, timing
-each phase: the subsets' release parts, the trivial-candidate gate (`gate_parts`, on this checkout's
-PostgreSQL, where the build loaded the databases) while the Oracle grammar parses the statements
-(`gate_while_parsing`), `prepare_release` (with the grammar's gate), the quality suites, the metadata check,
-and `release`'s crosscheck statuses and write. The verdict caches are what the build left; with `--cold`
-both start empty, as in a first build, and the gate then the grammar, one after the other as before
-`gate_while_parsing`, run first as the baseline. CPU counts this process and its children (the grammar's
-Node processes, the sandbox), memory is sampled every 0.2 s (this process, and its tree with the PostgreSQL
-server). With `--out` the release is written there (the stage-timings plot is drawn with fixed timings, so
-two runs over the same values write byte-identical releases).
+each phase: the subsets' release parts, the trivial-candidate gate (`gate_parts`, on this
+checkout's PostgreSQL, where the build loaded the databases; its verdict cache is what the build left),
+`prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left), the
+quality suites, the metadata check, and `release`'s crosscheck statuses and write. CPU counts this process
+and its children (the grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process,
+and its tree with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
+drawn with fixed timings, so two runs over the same values write byte-identical releases).
 With `--profile`, cProfile's statistics of the whole run go to FILE.
 """
 
@@ -23,10 +21,8 @@ import argparse
 import cProfile
 import os
 import pickle
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.rebuild_time import MemorySampler
@@ -36,7 +32,7 @@ from plbench.grading.trivial import gate_parts
 from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
 from plbench.grading.verdict_cache import VerdictCache
 from plbench.quality import check_release
-from plbench.release import apply_crosscheck, gate_while_parsing, grammar_cache, prepare_release, publish
+from plbench.release import apply_crosscheck, prepare_release, publish
 from plbench.subsets import SUBSETS
 from plbench.validation.metadata import metadata_accuracy
 
@@ -73,23 +69,6 @@ class Phases:
         )
 
 
-@contextmanager
-def caches_set_aside(config: BuildConfig):
-    """The trivial-candidate and grammar verdict caches moved aside, so what runs meanwhile starts from
-    none (as a first build does), and put back after."""
-    aside = Path(tempfile.mkdtemp(prefix="release-time-"))
-    cached = [config.cache_dir / VERDICTS_FILE, *grammar_cache(config).glob("verdicts-*.json")]
-    moved = [(path, aside / path.name) for path in cached if path.exists()]
-    for path, away in moved:
-        shutil.move(path, away)
-    try:
-        yield
-    finally:
-        for path, away in moved:
-            shutil.move(away, path)
-        shutil.rmtree(aside)
-
-
 def own_cpu() -> float:
     """CPU seconds of this process and of its children that ended (the grammar's Node processes)."""
     t = os.times()
@@ -101,11 +80,6 @@ def main() -> None:
     parser.add_argument("--storage", type=Path, help="stage storage (default: .cache/dagster-storage)")
     parser.add_argument("--out", type=Path, help="write the release under this folder")
     parser.add_argument("--profile", type=Path, help="write cProfile statistics here")
-    parser.add_argument(
-        "--cold",
-        action="store_true",
-        help="verdict caches empty, as in a first build; the gate then the grammar first, as a baseline",
-    )
     parser.add_argument(
         "--without-postgres", action="store_true", help="no trivial candidates run (the gate says why): the rest alone"
     )
@@ -129,26 +103,13 @@ def main() -> None:
     if args.without_postgres:
         with phases.phase("trivial candidates (gate_parts)"):
             parts = gate_parts(parts, SUBSETS, NotConfigured("--without-postgres"), config.workers)
-        with phases.phase("prepare_release (grammar gate)"):
-            prepared = prepare_release(config, parts)
     else:
-        with open_engines(config, ["postgres"]) as engines:
-            engine = engines["postgres"]
-            if args.cold:  # the baseline: the gate, then the grammar, as release_tables ran them before
-                with caches_set_aside(config):
-                    cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engine)
-                    with phases.phase("cold: gate, then grammar"):
-                        prepare_release(config, gate_parts(parts, SUBSETS, engine, config.workers, cache))
-            with caches_set_aside(config) if args.cold else nullcontext():
-                cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engine)
-                with phases.phase(f"{'cold: ' if args.cold else ''}gate while parsing"):
-                    gated = gate_while_parsing(
-                        config, parts, lambda p: gate_parts(p, SUBSETS, engine, config.workers, cache)
-                    )
-                print(f"trivial verdicts: {cache.counts}")
-                with phases.phase("prepare_release (grammar gate)"):
-                    prepared = prepare_release(config, gated)
-            del gated
+        with open_engines(config, ["postgres"]) as engines, phases.phase("trivial candidates (gate_parts)"):
+            cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engines["postgres"])
+            parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
+        print(f"trivial verdicts: {cache.counts}")
+    with phases.phase("prepare_release (grammar gate)"):
+        prepared = prepare_release(config, parts)
     del parts
     with phases.phase("quality suites (check_release)"):
         prepared.manifest["quality"] = check_release(prepared)

@@ -19,8 +19,6 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +28,7 @@ import pyarrow.parquet as pq
 
 from plbench import __version__
 from plbench.config import DIALECT_NAMES, BuildConfig
-from plbench.dialects.oracle_syntax import gate_release_parts, parse_release_parts
+from plbench.dialects.oracle_syntax import gate_release_parts
 from plbench.file_cells import cells_table, row_groups
 from plbench.records import Rejection
 from plbench.release_card import dataset_card
@@ -274,26 +272,6 @@ class PreparedRelease:
         return release_version(config, self.manifest["build_id"])
 
 
-def grammar_cache(config: BuildConfig) -> Path:
-    """Where the Oracle grammar keeps its verdicts between builds."""
-    return config.cache_dir / "oracle-grammar"
-
-
-def gate_while_parsing(
-    config: BuildConfig, parts: list[SubsetRelease | None], gate: Callable[[list], list]
-) -> list[SubsetRelease | None]:
-    """`gate(parts)`, the trivial-candidate gate, while the Oracle grammar parses the parts' statements
-    into its cache for prepare_release (the gate only drops rows): the grammar's Node processes and the
-    gate's grading, mostly PostgreSQL and this process, share the cores instead of taking turns."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        parsing = pool.submit(
-            parse_release_parts, [p for p in parts if p is not None], config.workers, grammar_cache(config)
-        )
-        gated = gate(parts)
-        parsing.result()
-    return gated
-
-
 def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> PreparedRelease:
     """Rows, rejections, types and manifest from every selected subset's part (None: not selected);
     refuses counts that do not reconcile."""
@@ -301,7 +279,7 @@ def prepare_release(config: BuildConfig, parts: list[SubsetRelease | None]) -> P
     names = [p.subset for p in parts]
     if len(set(names)) != len(names):
         raise ValueError(f"a subset gave two parts: {sorted(names)}")
-    parts, syntax = gate_release_parts(parts, config.workers, grammar_cache(config))
+    parts, syntax = gate_release_parts(parts, config.workers, config.cache_dir / "oracle-grammar")
     build = build_id(config, release_inputs(parts), syntax["parser"] if syntax["ran"] else None)
     rows = sorted(
         (r.with_(build_id=build) for p in parts for r in p.rows), key=lambda r: (r.subset, r.task_id, r.dialect)

@@ -199,26 +199,12 @@ def _section(statements: dict[str, Statement], check: GrammarCheck, failures: li
     }
 
 
-def _parts_tables(parts: list, name: str) -> list[dict]:
-    return [row for p in parts for row in p.tables.get(name, ([], None))[0]]
-
-
-def parse_release_parts(parts: list, workers: int = 2, cache_dir=None) -> None:
-    """Parse the Oracle statements of the parts into the verdict cache `cache_dir`, so that
-    `gate_release_parts` on these parts, or on parts with fewer rows, parses nothing again."""
-    statements = release_statements(
-        [r for p in parts for r in p.rows],
-        _parts_tables(parts, "databases.parquet"),
-        _parts_tables(parts, "gold_queries.parquet"),
-    )
-    check_statements({key: s.text for key, s in statements.items()}, workers=workers, cache_dir=cache_dir)
-
-
 def gate_release_parts(parts: list, workers: int = 2, cache_dir=None) -> tuple[list, dict]:
     """The subsets' release parts (plbench.subsets.base.SubsetRelease) with the Oracle rows that do not
     parse moved to their rejections and the databases' rows annotated, and the manifest section."""
     tables = [dict(p.tables) for p in parts]
-    databases, gold = _parts_tables(parts, "databases.parquet"), _parts_tables(parts, "gold_queries.parquet")
+    databases = [row for t in tables for row in t.get("databases.parquet", ([], None))[0]]
+    gold = [row for t in tables for row in t.get("gold_queries.parquet", ([], None))[0]]
     gate = oracle_syntax_gate([r for p in parts for r in p.rows], databases, gold, workers, cache_dir)
     kept = {id(r) for r in gate.rows}
     annotated = iter(gate.database_rows)  # in the order the parts gave them
