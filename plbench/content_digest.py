@@ -8,10 +8,27 @@ seed, and the values carry the time each stage took, which differs on every run.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
 import hashlib
+from decimal import Decimal
 from pathlib import PurePath
+from uuid import UUID
 
+# Values that are content as their type and repr (the databases' values among them: a call suite's arguments)
+SCALARS = (
+    bool,
+    int,
+    float,
+    complex,
+    enum.Enum,
+    PurePath,
+    Decimal,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    UUID,
+)
 # Measurements, not content: they differ on every run.
 VOLATILE_FIELDS = frozenset({"seconds", "cpu_seconds", "wall_seconds", "built_at"})
 DIGEST_HEX = 24
@@ -35,7 +52,7 @@ def _feed(digest, value) -> None:
         digest.update(b"s%d:" % len(value) + value.encode("utf-8", "surrogatepass"))
     elif isinstance(value, bytes | bytearray):
         digest.update(b"b%d:" % len(value) + bytes(value))
-    elif value is None or isinstance(value, bool | int | float | complex | enum.Enum | PurePath):
+    elif value is None or isinstance(value, SCALARS):
         text = f"{type(value).__name__}:{value!r};".encode()
         digest.update(text)
     elif isinstance(value, list | tuple):

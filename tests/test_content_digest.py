@@ -86,3 +86,22 @@ def test_statements_digest_their_trees_whether_stored_or_not():
     digests = {content_digest(s) for s in (fresh, stored, loaded)}
     assert len(digests) == 1 and not stored.trees.loaded  # digesting loads no tree
     assert content_digest(statement("UPDATE t SET a = 1 WHERE b = 3")) not in digests
+
+
+def test_database_values_are_content_with_their_type_and_scale():
+    import datetime
+    from decimal import Decimal
+    from uuid import UUID
+
+    values = [
+        Decimal("1.5"),
+        Decimal("1.50"),  # the scale a column gave it
+        1.5,
+        datetime.date(2024, 1, 2),
+        datetime.datetime(2024, 1, 2),
+        datetime.time(1, 2),
+        datetime.timedelta(days=1),
+        UUID(int=1),
+    ]
+    assert len({content_digest(v) for v in values}) == len(values)
+    assert content_digest([Decimal("1.5")]) == content_digest([Decimal("1.5")])
