@@ -48,36 +48,99 @@ def _part(value) -> bytes:
 
 
 def _feed(digest, value) -> None:
-    if isinstance(value, str):
-        digest.update(b"s%d:" % len(value) + value.encode("utf-8", "surrogatepass"))
-    elif isinstance(value, bytes | bytearray):
-        digest.update(b"b%d:" % len(value) + bytes(value))
-    elif value is None or isinstance(value, SCALARS):
-        text = f"{type(value).__name__}:{value!r};".encode()
-        digest.update(text)
-    elif isinstance(value, list | tuple):
-        digest.update(b"l%d[" % len(value))
-        for item in value:
-            _feed(digest, item)
-        digest.update(b"]")
-    elif isinstance(value, dict):  # insertion order is not content: sorted by the keys' digests
+    kind = type(value)
+    feed = _FEEDERS.get(kind)
+    if feed is None:  # the rule is the type's: found once per type, as the values are many and small
+        feed = _FEEDERS[kind] = _rule_for(kind)
+    feed(digest, value)
+
+
+def _feed_str(digest, value: str) -> None:
+    digest.update(b"s%d:" % len(value) + value.encode("utf-8", "surrogatepass"))
+
+
+def _feed_bytes(digest, value) -> None:
+    digest.update(b"b%d:" % len(value) + bytes(value))
+
+
+def _feed_scalar(digest, value) -> None:
+    digest.update(f"{type(value).__name__}:{value!r};".encode())
+
+
+def _feed_sequence(digest, value) -> None:
+    digest.update(b"l%d[" % len(value))
+    for item in value:
+        _feed(digest, item)
+    digest.update(b"]")
+
+
+def _feed_dict(digest, value: dict) -> None:  # insertion order is not content: sorted by the keys
+    if all(type(key) is str for key in value):  # most are: the keys' own order, no digest per key
+        digest.update(b"D%d{" % len(value))
+        for key in sorted(value):
+            _feed_str(digest, key)
+            _feed(digest, value[key])
+    else:  # keys of any type, ordered by their digests
         digest.update(b"d%d{" % len(value))
         for key_part, item in sorted(((_part(k), v) for k, v in value.items()), key=lambda kv: kv[0]):
             digest.update(key_part)
             _feed(digest, item)
-        digest.update(b"}")
-    elif isinstance(value, set | frozenset):
-        digest.update(b"e%d{" % len(value) + b"".join(sorted(_part(v) for v in value)) + b"}")
-    elif hasattr(value, "__content__"):  # a class that says what it holds (plbench.procedures.stored_trees)
-        _feed(digest, (type(value).__qualname__, value.__content__()))
-    elif dataclasses.is_dataclass(value):  # a field left out of equality is a cache or a measurement
-        _feed_fields(digest, value, [f.name for f in dataclasses.fields(value) if f.compare])
-    elif hasattr(value, "__dict__"):
+    digest.update(b"}")
+
+
+def _feed_set(digest, value) -> None:
+    digest.update(b"e%d{" % len(value) + b"".join(sorted(_part(v) for v in value)) + b"}")
+
+
+def _feed_content(digest, value) -> None:  # a class that says what it holds (plbench.procedures.stored_trees)
+    _feed(digest, (type(value).__qualname__, value.__content__()))
+
+
+def _feed_dataclass(kind: type):
+    """A dataclass's fields that equality compares (one left out is a cache or a measurement)."""
+    names = [f.name for f in dataclasses.fields(kind) if f.compare and f.name not in VOLATILE_FIELDS]
+    head, labels = f"o:{kind.__qualname__}(".encode(), [(name, name.encode() + b"=") for name in names]
+
+    def feed(digest, value) -> None:
+        digest.update(head)
+        for name, label in labels:
+            digest.update(label)
+            _feed(digest, getattr(value, name))
+        digest.update(b")")
+
+    return feed
+
+
+def _feed_other(digest, value) -> None:
+    if hasattr(value, "__dict__"):
         _feed_fields(digest, value, sorted(vars(value)))
     elif hasattr(value, "to_string"):  # pyarrow schemas and types
         _feed(digest, f"{type(value).__name__}:{value.to_string()}")
     else:
         raise TypeError(f"content_digest: no content rule for a {type(value).__name__}")
+
+
+def _rule_for(kind: type):
+    if issubclass(kind, str):
+        return _feed_str
+    if issubclass(kind, bytes | bytearray):
+        return _feed_bytes
+    if kind is type(None) or issubclass(kind, SCALARS):
+        return _feed_scalar
+    if issubclass(kind, list | tuple):
+        return _feed_sequence
+    if issubclass(kind, dict):
+        return _feed_dict
+    if issubclass(kind, set | frozenset):
+        return _feed_set
+    if hasattr(kind, "__content__"):
+        return _feed_content
+    if dataclasses.is_dataclass(kind):
+        return _feed_dataclass(kind)
+    return _feed_other
+
+
+_FEEDERS: dict[type, object] = {}
 
 
 def _feed_fields(digest, value, names: list[str]) -> None:

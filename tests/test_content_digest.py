@@ -105,3 +105,9 @@ def test_database_values_are_content_with_their_type_and_scale():
     ]
     assert len({content_digest(v) for v in values}) == len(values)
     assert content_digest([Decimal("1.5")]) == content_digest([Decimal("1.5")])
+
+
+def test_dicts_of_any_keys_are_content_whatever_their_order():
+    assert content_digest({2: "b", 1: "a"}) == content_digest({1: "a", 2: "b"})
+    assert content_digest({("k", 1): 1, "k": 2}) == content_digest({"k": 2, ("k", 1): 1})
+    assert len({content_digest(d) for d in ({1: "a"}, {"1": "a"}, {"a": 1}, {(1,): "a"})}) == 4
