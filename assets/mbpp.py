@@ -47,7 +47,7 @@ def _raw_asset(subset: str):
     )
     @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> Ingested | None:
-        if not selected_subsets(context, build, [subset]):
+        if not selected_subsets(context, build):
             context.log.info(f"{subset} is not among the selected subsets {build.subsets}")
             return None
         ingested = ingest(build, subset)

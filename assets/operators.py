@@ -33,7 +33,7 @@ def mbpp_ile_tasks(
     mbpp_augmented: StageOutput,
     mbpp_raw: Ingested | None,
 ) -> IleOutput | None:
-    if mbpp_raw is None or not selected_subsets(context, build, ["mbpp_ile"]):
+    if mbpp_raw is None or not selected_subsets(context, build):
         context.log.info(f"mbpp_ile is not among the selected subsets {build.subsets}")
         return None
     chosen = configured_proposer(build.ile_proposer, llm.client, DeterministicProposer, LLMProposer)

@@ -38,7 +38,7 @@ def procedural_ile(
     spider1_raw: SpiderInputs | None,
     procedure_seeds: ProcedureSeeds | None,
 ) -> ProceduralIle | None:
-    if procedure_seeds is None or spider1_raw is None or not selected_subsets(context, build, [ILE, MULTITURN]):
+    if procedure_seeds is None or spider1_raw is None or not selected_subsets(context, build):
         context.log.info(f"procedures_ile and multiturn need the procedures' seeds; selected: {build.subsets}")
         return None
     client = llm.client()

@@ -44,7 +44,7 @@ def procedure_seeds(
     spider1_raw: SpiderInputs | None,
     reports_postgres: dict[str, DatabaseReport] | None,  # None: no database partition (no Spider subset)
 ) -> ProcedureSeeds | None:
-    if spider1_raw is None or not selected_subsets(context, build, SEEDED_SUBSETS):
+    if spider1_raw is None or not selected_subsets(context, build):
         context.log.info(f"none of {SEEDED_SUBSETS} is among the selected subsets {build.subsets}")
         return None
     reports = reports_of(spider1_raw, reports_postgres or {}, "postgres")

@@ -77,7 +77,7 @@ def _raw_asset(source: str):
     )
     @content_versioned
     def raw(context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig]) -> SpiderInputs | None:
-        if not selected_subsets(context, build, reading(source)):
+        if not selected_subsets(context, build):
             context.log.info(f"no subset reading {source} is among the selected subsets {build.subsets}")
             return None
         inputs = _ingest(source, build)
@@ -276,7 +276,7 @@ def spider_plsql_tasks(
     reports_postgres: dict[str, DatabaseReport] | None,
 ) -> SpiderTasks:
     # spider1_raw may serve the procedures only
-    if spider1_raw is None or not selected_subsets(context, build, ["spider_plsql"]):
+    if spider1_raw is None or not selected_subsets(context, build):
         return SpiderTasks("spider_plsql")
     stored = _by_dialect(reports_oracle, reports_postgres)
     with engines.open("postgres") as engine, engines.open("oracle") as oracle:

@@ -81,7 +81,7 @@ def _tasks_asset(subset: StagedSubset, version: str) -> dg.AssetsDefinition:
     def tasks(
         context: dg.AssetExecutionContext, build: dg.ResourceParam[BuildConfig], engines: EnginesResource, **inputs
     ) -> Staged | None:
-        if not selected_subsets(context, build, [subset.name]):
+        if not selected_subsets(context, build):
             context.log.info(f"{subset.name} is not among the selected subsets {build.subsets}")
             return None
         return _timed(context, engines, stages.build_engines, lambda opened: stages.tasks(build, inputs, opened))

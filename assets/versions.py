@@ -78,14 +78,7 @@ def reads_selection(*subsets: str) -> dict[str, list[str]]:
     return {READS_SELECTION: sorted(subsets)}
 
 
-def selected_subsets(context, build, subsets) -> set[str]:
-    """Which of `subsets` the build selects. An asset may ask only about those it declares
-    (`reads_selection`): no other selection is in its code version, so its value would not follow it."""
-    declared = context.assets_def.metadata_by_key[context.asset_key].get(READS_SELECTION, [])
-    undeclared = sorted(set(subsets) - set(declared))
-    if undeclared:
-        raise ValueError(
-            f"{context.asset_key.to_user_string()} asks whether {undeclared} are selected but declares "
-            f"{declared}: add them to its reads_selection metadata (assets/versions.py)"
-        )
-    return set(subsets) & set(build.subsets)
+def selected_subsets(context, build) -> set[str]:
+    """Which of the subsets the asset declares (`reads_selection`) the build selects: the only selection its
+    code may read, since no other is in its code version and its value would not follow it."""
+    return set(context.assets_def.metadata_by_key[context.asset_key].get(READS_SELECTION, [])) & set(build.subsets)

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import enum
 import hashlib
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import PurePath
 from uuid import UUID
@@ -96,10 +97,10 @@ def _feed_content(digest, value) -> None:  # a class that says what it holds (pl
     _feed(digest, (type(value).__qualname__, value.__content__()))
 
 
-def _feed_dataclass(kind: type):
-    """A dataclass's fields that equality compares (one left out is a cache or a measurement)."""
-    names = [f.name for f in dataclasses.fields(kind) if f.compare and f.name not in VOLATILE_FIELDS]
-    head, labels = f"o:{kind.__qualname__}(".encode(), [(name, name.encode() + b"=") for name in names]
+def _fields_feeder(kind: type, names: list[str]):
+    """Feeds an object of `kind` as its type's name and the fields `names` but VOLATILE_FIELDS, in that order."""
+    head = f"o:{kind.__qualname__}(".encode()
+    labels = [(name, name.encode() + b"=") for name in names if name not in VOLATILE_FIELDS]
 
     def feed(digest, value) -> None:
         digest.update(head)
@@ -112,8 +113,8 @@ def _feed_dataclass(kind: type):
 
 
 def _feed_other(digest, value) -> None:
-    if hasattr(value, "__dict__"):
-        _feed_fields(digest, value, sorted(vars(value)))
+    if hasattr(value, "__dict__"):  # its attributes, whichever it has
+        _fields_feeder(type(value), sorted(vars(value)))(digest, value)
     elif hasattr(value, "to_string"):  # pyarrow schemas and types
         _feed(digest, f"{type(value).__name__}:{value.to_string()}")
     else:
@@ -135,18 +136,9 @@ def _rule_for(kind: type):
         return _feed_set
     if hasattr(kind, "__content__"):
         return _feed_content
-    if dataclasses.is_dataclass(kind):
-        return _feed_dataclass(kind)
+    if dataclasses.is_dataclass(kind):  # a field left out of equality is a cache or a measurement
+        return _fields_feeder(kind, [f.name for f in dataclasses.fields(kind) if f.compare])
     return _feed_other
 
 
-_FEEDERS: dict[type, object] = {}
-
-
-def _feed_fields(digest, value, names: list[str]) -> None:
-    digest.update(f"o:{type(value).__qualname__}(".encode())
-    for name in names:
-        if name not in VOLATILE_FIELDS:
-            digest.update(name.encode() + b"=")
-            _feed(digest, getattr(value, name))
-    digest.update(b")")
+_FEEDERS: dict[type, Callable] = {}
