@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from plbench.engines import postgres
+from plbench.engines import pg_session, postgres
 from plbench.engines.base import EngineUnavailable
 from plbench.engines.postgres import PostgresEngine
 
@@ -199,9 +199,9 @@ def test_a_connection_whose_sessions_ran_many_statements_is_closed(fresh_engine,
         with fresh_engine.session() as session:
             for _ in range(statements):
                 assert session.execute("SELECT 1").ok
-            assert session.savepoints == max(statements, 1)  # the first savepoint opens with the session
+            assert session.savepoints == statements  # the first opens with the session, in the first's round trip
             pids.append(session.backend_pid)
-    assert [pids.index(pid) for pid in pids] == [0, 0, 0, 3, 4, 4, 6]
+    assert [pids.index(pid) for pid in pids] == [0, 0, 0, 0, 4, 4, 4]
     assert swept == []  # a clean connection is only closed: no schema or role of its sessions needs sweeping
 
 
@@ -216,20 +216,28 @@ def test_sessions_swept_at_once_do_not_fail_each_other(fresh_engine):
             done.result()
 
 
-def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine, monkeypatch):
+def _round_trips(monkeypatch) -> list[str]:
+    """The query strings sessions send from now on, one per round trip."""
     sent = []
-    execute = psycopg.Connection.execute
+    execute, results = psycopg.Connection.execute, pg_session._results
     monkeypatch.setattr(
         psycopg.Connection, "execute", lambda conn, text, *a, **k: sent.append(text) or execute(conn, text, *a, **k)
     )
+    monkeypatch.setattr(pg_session, "_results", lambda conn, text: sent.append(text) or results(conn, text))
+    return sent
+
+
+def test_a_setup_opens_the_next_statements_savepoint_in_its_round_trip(pg_engine, monkeypatch):
+    sent = _round_trips(monkeypatch)
     with pg_engine.session() as session:
         assert session.execute("CREATE TYPE pair AS (a int, b int) -- a last comment", setup=True).ok
         failed = session.execute(
             "CREATE FUNCTION f() RETURNS pair LANGUAGE sql AS 'SELECT ROW(1, 2)::pair'; SELECT 1/0"
         )
         assert failed.error.code == "22012"
-        # The session's setup, the task's setup with the savepoint, the statement, its rollback: no SAVEPOINT alone.
-        assert [t.split()[0] for t in sent] == ["BEGIN;", "CREATE", "CREATE", "ROLLBACK"]
+        # The session's set-up with the task's setup and the savepoint after it, the statement, its rollback.
+        assert [t.split()[0] for t in sent] == ["BEGIN;", "CREATE", "ROLLBACK"]
+        assert "CREATE TYPE pair" in sent[0] and sent[0].endswith("SAVEPOINT plb_stmt_2")
         assert session.query("SELECT ROW(1, 2)::pair::text").rows == [("(1,2)",)]  # undone to after the setup
         assert session.query("SELECT count(*) FROM pg_proc WHERE proname = 'f'").rows == [(0,)]
         assert session.execute("CREATE TYPE (", setup=True).error.code == "42601"
@@ -254,10 +262,21 @@ def test_the_harness_first_statements_write_as_the_transaction_itself(pg_engine)
         assert session.execute("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'; SELECT 1/0").error
 
 
-def test_first_statements_that_fail_leave_nothing_and_the_session_goes_on(pg_engine):
+@pytest.mark.parametrize(
+    "first, statement, code",
+    [
+        ("execute_first", "CREATE TABLE t (x int); SELECT 1/0", "22012"),
+        ("execute", "CREATE TABLE t (x int); SELECT 1/0", "22012"),
+        ("execute", "CREATE TABLE t (x int); CREATE FUNCTION f( RETURNS int", "42601"),
+        ("execute", "CREATE TABLE t (x int); SELECT * FROM nowhere", "42P01"),
+    ],
+)
+def test_first_statements_that_fail_leave_nothing_and_the_session_goes_on(pg_engine, first, statement, code):
+    """The harness's (execute_first) or a candidate's: whether it did not parse (nothing of its round trip ran,
+    the session's set-up neither) or failed running."""
     with pg_engine.session() as session:
-        failed = session.execute_first("CREATE TABLE t (x int); SELECT 1/0")
-        assert failed.error.code == "22012" and not session.escaped
+        failed = getattr(session, first)(statement)
+        assert failed.error.code == code and not session.escaped
         assert session.query("SELECT to_regclass('t') IS NULL").rows == [(True,)]
         assert _notice_value(session, "current_schema()") == session.schema
         assert _notice_value(session, "current_setting('statement_timeout')") == "10s"
@@ -288,6 +307,7 @@ def test_copy_is_refused_and_the_session_goes_on(pg_engine):
 
 def test_lost_connection_raises_engine_unavailable(pg_engine):
     with pg_engine.session() as victim:
+        assert victim.execute("SELECT 1").ok  # begun: a connection lost before is replaced (the next test)
         pid = victim.backend_pid
         with pg_engine.session() as killer:
             assert killer.execute(f"SELECT pg_terminate_backend({pid}, 5000)").ok
@@ -295,6 +315,45 @@ def test_lost_connection_raises_engine_unavailable(pg_engine):
             victim.execute("SELECT 1")
     with pg_engine.session() as session:
         assert _notice_value(session, "1 + 1") == "2"
+
+
+def test_a_pooled_connection_closed_before_its_session_began_is_replaced(fresh_engine):
+    """As after a server restart: the pooled connection is gone before the session's first round trip, which
+    then runs on a new one, whether it is a statement (sent with the set-up) or the set-up alone."""
+    for first in ("execute", "query"):
+        with fresh_engine.session() as session:
+            assert session.execute("SELECT 1").ok
+            pid = session.backend_pid
+        with fresh_engine.session() as session, psycopg.connect(fresh_engine._dsn, autocommit=True) as admin:
+            assert session.backend_pid == pid  # the pooled connection
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+            result = getattr(session, first)("SELECT 41 + 1")
+            assert result.error is None and session.backend_pid != pid
+            assert _notice_value(session, "current_schema()") == session.schema
+
+
+def test_the_first_statement_shares_the_round_trip_that_sets_the_session_up(pg_engine, monkeypatch):
+    sent = _round_trips(monkeypatch)
+    with pg_engine.session() as session:
+        assert session.execute("CREATE TABLE t AS SELECT pg_catalog.current_query() AS q").ok
+        assert len(sent) == 1 and sent[0].startswith("BEGIN; ")
+        assert session.query("SELECT q FROM t").rows == [(sent[0],)]
+        assert _notice_value(session, "current_setting('statement_timeout')") == "10s"
+    with pg_engine.session() as session:
+        pass
+    # The statement with the set-up; the query and the notice, each after a savepoint of its own; leaving the
+    # session. The second session ran nothing, and sent nothing.
+    assert len(sent) == 6
+
+
+def test_a_first_statement_that_commits_is_swept(pg_engine):
+    with pg_engine.session() as session:
+        schema = session.schema
+        assert session.execute("CREATE TABLE kept (x int); COMMIT; SELECT 1/0").error.code == "22012"
+        assert session.escaped
+        assert _notice_value(session, "current_schema()") == schema
+    with pg_engine.session() as session:
+        assert _notice_value(session, f"(SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}')") == "0"
 
 
 def test_run_baseline(pg_engine):

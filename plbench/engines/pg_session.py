@@ -8,10 +8,11 @@ survives, unless a statement ended the transaction itself (`COMMIT`): the sessio
 
 Round trips are what a session costs, so the harness folds its own statements into as few as it can:
 the session writes its own BEGIN (the connection is in autocommit mode while the session holds it, so
-psycopg sends none) in the round trip that sets the session up, which also opens the savepoint the
-first statement runs under; rolling back to a statement's savepoint leaves that savepoint open for
-the next statement; and leaving the session is one round trip (the transaction check, ROLLBACK, and
-DISCARD ALL's parts, since DISCARD ALL itself refuses to share a query string).
+psycopg sends none) in the statements that set the session up, which also open the savepoint the
+first statement runs under, and they go in the first statement's round trip (`_begin_with`); rolling
+back to a statement's savepoint leaves that savepoint open for the next statement; and leaving the
+session is one round trip (the transaction check, ROLLBACK, and DISCARD ALL's parts, since DISCARD ALL
+itself refuses to share a query string). A session that ran nothing costs none.
 
 `call_all` is the grading channel: it calls a function once per argument list from the client and
 hands back what `to_jsonb` made of each result. The test's expected values never enter the session.
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
-from psycopg import pq, sql
+from psycopg import generators, pq, sql
 from psycopg.pq import TransactionStatus
 
 from plbench.engines.base import CallOutcome, Diagnostic, EngineUnavailable, ExecResult, QueryResult, budget_spent
@@ -46,6 +47,36 @@ def _diagnostic(exc: psycopg.Error) -> Diagnostic:
     return Diagnostic(code=exc.sqlstate or "0A000", message=exc.diag.message_primary or str(exc))
 
 
+# What a cursor takes as a statement that ran (psycopg's _check_results); any other result is an error.
+_RAN = frozenset(
+    {pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY, pq.ExecStatus.COPY_BOTH}
+)
+
+
+def _results(conn: psycopg.Connection, text: str) -> list[pq.PGresult]:
+    """The result of every statement of a query string that ran, up to and with the one that failed: a cursor
+    raises at the failing one and keeps none of those before it."""
+    with conn.lock:
+        conn.pgconn.send_query(text.encode(conn.info.encoding))
+        return conn.wait(generators.fetch_many(conn.pgconn))
+
+
+def _error_of(result: pq.PGresult, conn: psycopg.Connection) -> psycopg.Error:
+    """The error a cursor raises for a result that is not a statement that ran."""
+    if result.status in (pq.ExecStatus.COPY_IN, pq.ExecStatus.COPY_OUT):
+        return psycopg.ProgrammingError("COPY cannot be used with this method; use copy() instead")
+    return psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+
+
+class SessionSetupError(RuntimeError):
+    """The harness's own statements that set a session up failed: no candidate's doing."""
+
+    def __init__(self, exc: psycopg.Error):
+        super().__init__(
+            f"cannot set up a PostgreSQL session: {exc} (the role needs the CREATE privilege on the database)"
+        )
+
+
 def _type_name(conn: psycopg.Connection, oid: int) -> str:
     info = conn.adapters.types.get(oid)
     return info.name if info else str(oid)
@@ -61,6 +92,7 @@ class PostgresSession:
         timeout_ms: int,
         reads: tuple[str, ...] = (),
         watchdog: Watchdog | None = None,
+        reconnect: Callable[[], psycopg.Connection] | None = None,
     ):
         self.schema = schema
         self._watchdog = watchdog
@@ -78,8 +110,21 @@ class PostgresSession:
         self._search_path = ", ".join(sql.Identifier(s).as_string(conn) for s in (schema, *reads, "pg_catalog"))
         self._ended = False  # the last calls' round trip ended the session
         self._spare: str | None = None  # a savepoint open with nothing run since: the next statement's
+        self._begun = False  # set up in the first round trip that needs it (see the module docstring)
+        # A new connection in place of a pooled one found closed at the first round trip (the server restarted).
+        self._reconnect = reconnect
+        self._adopt(conn)
+
+    def _adopt(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
         conn.autocommit = True  # the session writes its own BEGIN (see the module docstring)
         conn.add_notice_handler(self._on_notice)
+
+    def _replace_stale_connection(self) -> None:
+        """Go on, not yet begun, on a new connection: the pooled one was closed before the session began."""
+        stale, reconnect, self._reconnect = self._live(), self._reconnect, None
+        stale.close()
+        self._adopt(reconnect())
 
     def _on_notice(self, diag: psycopg.errors.Diagnostic) -> None:
         self._lines.append(diag.message_primary or "")
@@ -109,11 +154,15 @@ class PostgresSession:
             yield
         except psycopg.Error as exc:
             if self.lost:
-                raise EngineUnavailable(
-                    f"lost the PostgreSQL connection while {doing} ({exc.sqlstate or 'no SQLSTATE'}: "
-                    f"{str(exc).strip()}); the server was stopped, restarted or ended this backend"
-                ) from exc
+                raise self._lost(doing, exc) from exc
             raise
+
+    @staticmethod
+    def _lost(doing: str, exc: psycopg.Error) -> EngineUnavailable:
+        return EngineUnavailable(
+            f"lost the PostgreSQL connection while {doing} ({exc.sqlstate or 'no SQLSTATE'}: "
+            f"{str(exc).strip()}); the server was stopped, restarted or ended this backend"
+        )
 
     @contextlib.contextmanager
     def _watched(self, conn: psycopg.Connection, seconds: float | None = None) -> Iterator[None]:
@@ -137,24 +186,99 @@ class PostgresSession:
             f"SET LOCAL search_path = {self._search_path}; SET LOCAL client_min_messages = notice"
         )
 
+    def _opening(self, spare: str) -> list[str]:
+        """The statements that set the session up: begin a transaction (only ever sent with none open: on a
+        fresh connection, or after a statement ended one), read its id, create the private schema, assert the
+        settings, and open the savepoint `spare` the next statement runs under."""
+        return [
+            "BEGIN",
+            "SELECT pg_catalog.pg_current_xact_id()::text",
+            f"CREATE SCHEMA IF NOT EXISTS {self._quoted}",
+            self._settings(),
+            f"SAVEPOINT {spare}",
+        ]
+
     def begin(self) -> None:
-        """Set up (or, after the transaction was ended by a statement, re-set up) the session: begin a
-        transaction, and open the savepoint the next statement runs under."""
+        """Set up (or, after the transaction was ended by a statement, re-set up) the session in a round trip
+        of its own."""
         spare = self._new_savepoint()
-        # Only ever run with no transaction open: on a fresh connection, or after one ended.
-        setup = f"BEGIN; SELECT pg_catalog.pg_current_xact_id()::text; CREATE SCHEMA IF NOT EXISTS {self._quoted}; "
         with self._guard("starting a session"):
-            cur = self._live().execute(f"{setup}{self._settings()}; SAVEPOINT {spare}")
+            try:
+                cur = self._live().execute("; ".join(self._opening(spare)))
+            except psycopg.Error as exc:
+                if self.lost:
+                    raise
+                raise SessionSetupError(exc) from exc
             cur.nextset()  # past BEGIN's result to the transaction id
-            self._xid = cur.fetchone()[0]
+            self._begun_in(cur.fetchone()[0], spare)
         self._unchecked = False
-        self._spare = spare
+
+    def _begun_in(self, xid: str, spare: str) -> None:
+        self._xid, self._spare, self._begun, self._reconnect = xid, spare, True, None
+
+    def _ensure_begun(self) -> None:
+        if self._begun:
+            return
+        try:
+            self.begin()
+        except EngineUnavailable:
+            if self._reconnect is None:
+                raise
+            self._replace_stale_connection()
+            self.begin()
+
+    def _begin_with(self, statement: str, setup: bool) -> ExecResult:
+        """The session's first statement in the round trip that sets the session up (see `execute`).
+
+        The server parses a whole query string before it runs any of it, so a syntax error in the statement
+        runs nothing, not even BEGIN: that is the statement's error, and the session then begins alone. Else the
+        results say where a failure was: in the set-up (the harness's error, SessionSetupError) or in the
+        statement, which is then undone to the set-up's savepoint, as `execute` undoes any statement.
+        """
+        spare = self._new_savepoint()
+        after = self._new_savepoint() if setup else None
+        opening = self._opening(spare)
+        text = "; ".join([*opening, f"{statement}\n; SAVEPOINT {after}" if after else statement])
+        conn = self._live()
+        self._lines = []
+        try:
+            with self._watched(conn):
+                results, lost = _results(conn, text), None
+        except psycopg.Error as exc:
+            results, lost = [], exc
+        if self.lost:
+            if self._killed:
+                return self._killed_result()
+            if self._reconnect is not None and not any(r.status in _RAN for r in results):
+                self._replace_stale_connection()  # closed before the session began: none of the string ran
+                return self._begin_with(statement, setup)
+            raise self._lost("starting a session", lost or _error_of(results[-1], conn))
+        if lost is not None:
+            raise lost
+        failed = next((n for n, r in enumerate(results) if r.status not in _RAN), None)
+        if failed == 0 and conn.info.transaction_status == TransactionStatus.IDLE:
+            lines, error = self._lines, _error_of(results[0], conn)
+            self._ensure_begun()
+            return ExecResult(lines=lines, error=_diagnostic(error))
+        if failed is not None and failed < len(opening):
+            raise SessionSetupError(_error_of(results[failed], conn))
+        self._begun_in(results[1].get_value(0, 0).decode(), spare)
+        savepoint, self._spare, self._unchecked = spare, None, True
+        if failed is not None:
+            return self._failed(_error_of(results[failed], conn), savepoint)
+        ran = self._ran(conn, savepoint)
+        self._spare = self._spare or after
+        return ran
 
     def execute(self, statement: str, before: str = "", setup: bool = False) -> ExecResult:
         """Run `statement` in a savepoint; `before`: the harness's own statements (known to parse, ending in
         `;`) sent with the savepoint, ahead of it. `setup`: the statement is a task's own setup, which leaves
         the transaction open, so the savepoint the next statement runs under goes in its round trip, after it
-        (a syntax error in the setup runs neither)."""
+        (a syntax error in the setup runs neither). The session's first statement shares the round trip that
+        sets the session up (`_begin_with`)."""
+        if not self._begun and not before:
+            return self._begin_with(statement, setup)
+        self._ensure_begun()
         conn = self._live()
         self._lines = []
         if before:
@@ -189,6 +313,7 @@ class PostgresSession:
         rows are then None. Text that does not parse is a harness error (RuntimeError): the transaction,
         and all it held, is gone.
         """
+        self._ensure_begun()
         conn = self._live()
         self._lines = []
         savepoint, opened = self._savepoint_for_statement()
@@ -219,6 +344,7 @@ class PostgresSession:
         subtransactions from the innermost, so rows written under a savepoint cost every later read of them a
         walk (a workspace's copy is read after every call; bench/procedural_ile_sample.py: ILE 25.0 -> 22.8 s).
         On an error the transaction begins again, so nothing of the text is left."""
+        self._ensure_begun()
         if self._statements != 1 or self._spare is None:
             return self.execute_own(text)[0]
         conn, spare = self._live(), self._spare
@@ -264,6 +390,7 @@ class PostgresSession:
 
     def query(self, statement: str) -> QueryResult:
         """Rows of one query (with column names and type names), or its diagnostic."""
+        self._ensure_begun()
         conn = self._live()
         savepoint, opened = self._savepoint_for_statement()
         try:
@@ -299,6 +426,7 @@ class PostgresSession:
         still be the session's own. `last`: nothing runs in the session after the calls, so when they
         all return, the same round trip ends the session (what `finish` would send).
         """
+        self._ensure_begun()
         budget = self._timeout_ms / 1000 if budget_s is None else budget_s
         target = f"{self._quoted}.{function}"
         calls = [f"SELECT pg_catalog.to_jsonb({target}({', '.join(args)}))" for args in argument_lists]
@@ -428,7 +556,7 @@ class PostgresSession:
             return False
         conn.remove_notice_handler(self._on_notice)
         try:
-            if not self._ended:
+            if self._begun and not self._ended:
                 # One round trip: is the transaction still ours, then end it and clear the session.
                 xid = conn.execute(
                     "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + _ROLLBACK_AND_DISCARD

@@ -190,11 +190,13 @@ class PostgresEngine:
     def session(self, reads: tuple[str, ...] = ()) -> Iterator[PostgresSession]:
         """A rolled-back session; `reads` puts loaded databases' schemas on its search_path (read-only)."""
         self._grant_reads(reads)
-        sess = self._open_session(reads)
-        conn = sess._conn
+        conn, pooled = self._acquire_marked()
+        reconnect = (lambda: self._connect(self._candidate_dsn())) if pooled else None
+        sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms, reads, self._watchdog, reconnect)
         try:
             yield sess
         finally:
+            conn = sess._conn  # a pooled connection found closed at the first round trip was replaced
             clean = sess.finish()
             if sess.escaped or not clean:
                 with contextlib.suppress(EngineUnavailable):  # a server that is gone keeps no session's schema
@@ -285,25 +287,6 @@ class PostgresEngine:
             yield conn
         finally:
             conn.close()
-
-    def _open_session(self, reads: tuple[str, ...] = ()) -> PostgresSession:
-        while True:
-            conn, pooled = self._acquire_marked()
-            sess = PostgresSession(conn, _next_schema_name(), self._timeout_ms, reads, self._watchdog)
-            try:
-                sess.begin()
-                return sess
-            except EngineUnavailable:
-                conn.close()
-                if not pooled:
-                    raise
-                # A pooled connection went stale (server restarted); try the next one.
-            except psycopg.Error as exc:
-                conn.close()
-                raise EngineUnavailable(
-                    f"cannot set up a session on PostgreSQL {_describe(self._dsn)}: {exc} "
-                    "(the role needs the CREATE privilege on the database)"
-                ) from exc
 
     def _acquire(self) -> psycopg.Connection:
         return self._acquire_marked()[0]
