@@ -15,14 +15,12 @@ when the server runs on this machine): under load those move less than wall time
 With the library of another checkout (a before/after on the same server):
 `PYTHONPATH=<checkout> PLBENCH_PG_DSN=<dsn> python bench/evaluate_throughput.py`.
 
-Last measured (`--candidates 300 --rounds 5`, load average 5 on 2 cores, this branch, main's library, this branch
-again, on one server): evaluate 49.4 -> 308.2 and 281.5 candidates/s, baseline 69.4 -> 408.8 and 368.3/s (it
-shares the engine's pool, whose connections are now replaced after 100 checkouts); evaluate / baseline 78.9% ->
-71.8% and 83.9% (per-round ranges 57-98%, 55-78%, 73-96%: at this load the ratio is noise), by CPU seconds 78.7%
--> 77.9% and 81.1%. Server CPU a candidate is now the baseline's or less (1.03-1.17 vs 1.10-1.30 ms); the gap is
-the client's, 0.79-0.90 vs 0.31-0.35 ms, while evaluate's own SQL replayed on a raw connection costs what the
-baseline does: it is the Python around the round trips (sessions, decoding and comparing, the release read per
-call).
+Last measured (`--candidates 300 --rounds 5`, one server, the library chosen by PYTHONPATH): a session's first
+statement in the round trip that sets the session up (pg_session's `_begin_with`) / the library before it / the
+first again: evaluate 544.7 / 493.8 / 543.8 candidates/s against baselines of 642.1 / 610.7 / 647.1, evaluate /
+baseline 87.5% / 79.2% / 85.3% (per-round ranges 84-92%, 76-81%, 82-89%), by CPU seconds 93.4% / 79.4% / 88.3%.
+Client CPU a candidate 0.757 / 0.873 / 0.766 ms against the baseline's 0.34-0.36 ms: the rest of the gap is the
+Python around the round trips (decoding the task's cases, rendering arguments, comparing).
 """
 
 from __future__ import annotations
