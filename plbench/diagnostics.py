@@ -55,3 +55,13 @@ def case_error_category(message: str) -> str:
     """
     code = message.split(":", 1)[0].strip()
     return INTERFACE if CATEGORY_BY_CODE.get(code) == INTERFACE else WRONG_LOGIC
+
+
+def not_unicode(text: str) -> str | None:
+    """Why `text` is not Unicode text, or None: a lone surrogate, which a JSON `\\u` escape can spell (in a
+    solutions file, or a model's JSON answer) but no UTF-8 bytes can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not Unicode text ({exc.reason}: {exc.object[exc.start]!r} at character {exc.start})"
+    return None

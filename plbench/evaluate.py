@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from plbench.config import DIALECT_NAMES, NotConfigured
-from plbench.diagnostics import INVALID_ARTIFACT
+from plbench.diagnostics import INVALID_ARTIFACT, not_unicode
 from plbench.engines.base import Engine, EngineUnavailable
 from plbench.grading.blocks import grade_block
 from plbench.grading.functions import grade_function
@@ -104,6 +104,8 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None, verd
     """Case rows (case, verdict, category, detail) of one candidate, whatever the candidate does to
     its own session; EngineUnavailable only when the server itself is gone. `verdict_only`: the rows
     need only say whether every case passed (`passes`)."""
+    if why := not_unicode(code):
+        return _every_case(task, "NOT_RUN", INVALID_ARTIFACT, f"no engine can be sent the code: {why}")
     try:
         kind = task_kind(task)
         if kind == "procedure":
@@ -114,11 +116,12 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None, verd
     except EngineUnavailable as exc:
         if not engine.reachable():
             raise
-        total = len(json.loads(task["test_cases"])) if task.get("signature") else 1
-        detail = f"the candidate ended its own database session: {exc}"[:500]
-        return [
-            {"case": n, "verdict": "ERROR", "category": INVALID_ARTIFACT, "detail": detail} for n in range(1, total + 1)
-        ]
+        return _every_case(task, "ERROR", INVALID_ARTIFACT, f"the candidate ended its own database session: {exc}")
+
+
+def _every_case(task: dict, verdict: str, category: str, detail: str) -> list[dict]:
+    total = len(json.loads(task["test_cases"])) if task.get("signature") else 1
+    return [{"case": n, "verdict": verdict, "category": category, "detail": detail[:500]} for n in range(1, total + 1)]
 
 
 # Case verdicts another run may decide otherwise: a case that ran out of time, or did not run at all.

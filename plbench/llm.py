@@ -69,6 +69,12 @@ def request_key(request: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def unicode_text(text: str) -> str:
+    """`text` with each lone surrogate, which a JSON `\\u` escape in a reply can spell but no UTF-8 can, as
+    U+FFFD, what a UTF-8 decoder makes of ill-formed bytes: the answer can then be cached and sent to an engine."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -116,9 +122,9 @@ class LLMClient:
         response = self._openai().chat.completions.create(**request)
         with self._lock:
             self.calls += 1
-        content = response.choices[0].message.content or ""
+        content = unicode_text(response.choices[0].message.content or "")
         record = {"request": request, "content": content, "response": response.model_dump(mode="json")}
-        _write_atomically(path, json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1))
+        _write_atomically(path, unicode_text(json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1)))
         return content
 
     def _openai(self):

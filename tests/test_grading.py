@@ -209,6 +209,20 @@ def test_an_error_message_with_a_newline_keeps_its_verdict_and_detail(fast):
     assert _verdicts(rows) == ["ERROR"] * 3 and "first line\nsecond line" in rows[0]["detail"]
 
 
+def test_code_no_engine_can_be_sent_gets_a_verdict_and_the_run_goes_on(fast, tmp_path):
+    """A lone surrogate, as a JSON escape in a solutions file spells it: before, the run stopped at it on a
+    UnicodeEncodeError."""
+    path = tmp_path / "s.jsonl"
+    unsendable = json.dumps({"task_id": SORT.task_id, "dialect": "postgres", "code": RIGHT + " -- \ud800"})
+    path.write_text(unsendable + "\n" + json.dumps({"task_id": SORT.task_id, "dialect": "postgres", "code": RIGHT}))
+    pq.write_table(pa.Table.from_pylist([release_row(SORT)]), tmp_path / "tasks.parquet")
+    rows = evaluate(tmp_path, read_solutions(path), {"postgres": fast})
+    first, second = ([r for r in rows if r["candidate"] == n] for n in (0, 1))
+    assert _verdicts(first) == ["NOT_RUN"] * 3 and {r["category"] for r in first} == {INVALID_ARTIFACT}
+    assert "not Unicode text (surrogates not allowed: '\\ud800' at character" in first[0]["detail"]
+    assert _verdicts(second) == ["PASS"] * 3
+
+
 def test_a_non_utf8_solutions_file_names_its_line(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_bytes(

@@ -66,6 +66,16 @@ def test_generated_candidates_are_cross_checked_and_a_rebuild_makes_no_new_call(
     assert record["request"]["model"] == "recorded-model" and "```sql" in record["content"]
 
 
+def test_an_answer_that_is_not_unicode_is_cached_and_read_back_with_replacement_characters(tmp_path):
+    """A reply whose JSON spells a lone surrogate (`\\ud800`): before, caching it failed on a UnicodeEncodeError."""
+    with running(lambda body: "SELECT 1; -- \ud800 \U0001f600") as srv:
+        first = LLMClient(_settings(srv), tmp_path / "llm")
+        assert first.complete([{"role": "user", "content": "hi"}]) == "SELECT 1; -- \ufffd \U0001f600"
+        again = LLMClient(_settings(srv), tmp_path / "llm")
+        assert again.complete([{"role": "user", "content": "hi"}]) == "SELECT 1; -- \ufffd \U0001f600"
+        assert first.calls == 1 and again.cache_hits == 1 and len(srv.requests) == 1
+
+
 def test_hint_levels_change_the_prompt(server, tasks, tmp_path):
     client = LLMClient(_settings(server), tmp_path / "llm")
     task = tasks[("mbpp/101", "postgres")]

@@ -1,7 +1,8 @@
 """The LLM proposer of ILE against a small OpenAI-compatible server on 127.0.0.1 with recorded answers:
 a good rule is accepted; a rule that changes nothing, code that never compiles within the repair budget,
-an answer wrapped in prose, a 500 error and a timeout are each recorded as a rejection with its reason;
-a broken answer repaired from the diagnostics is accepted; a rebuild with the cache sends no request."""
+an answer wrapped in prose, one whose JSON spells no Unicode text, a 500 error and a timeout are each
+recorded as a rejection with its reason; a broken answer repaired from the diagnostics is accepted; a
+rebuild with the cache sends no request."""
 
 import json
 import re
@@ -18,6 +19,8 @@ from tests.helpers import typed_task
 GOOD = {"clause": "Results above 4 are capped at 4.", "code": "def {f}(n):\n    return min(n * 2, 4)\n"}
 SAME = {"clause": "Results above 1000 are capped at 1000.", "code": "def {f}(n):\n    return min(n * 2, 1000)\n"}
 BROKEN = {"clause": "Results above 4 are capped at 4.", "code": "def {f}(n):\n    return min(n * 2, 4\n"}
+# JSON spells the lone surrogate as an escape, which decodes to text no UTF-8 can carry.
+SURROGATE = {"clause": "Results above 4 are capped at 4.", "code": "def {f}(n):\n    return '\ud800'\n"}
 
 
 def _json(answer: dict, name: str) -> str:
@@ -33,6 +36,7 @@ def answer_for(name: str, messages: list[dict]) -> str | int | None:
         "broken": _json(BROKEN, name),
         "repaired": _json(GOOD if repairing else BROKEN, name),
         "prose": "Sure! Here is the new rule:\n```json\n" + _json(GOOD, name) + "\n```",
+        "surrogate": _json(SURROGATE, name),
         "fail500": 500,
         "slow": None,
     }[name]
@@ -85,6 +89,7 @@ def test_a_good_rule_is_accepted_and_a_rebuild_sends_no_request(server, tmp_path
         ("same", "changes_nothing", 1, 1),
         ("broken", "does_not_compile", REPAIR_BUDGET, REPAIR_BUDGET),
         ("prose", "answer_not_json", 1, 1),
+        ("surrogate", "answer_not_unicode", 1, 1),
         ("fail500", "endpoint_error", 1, 3),  # the client retries twice, then the round is rejected
         ("slow", "endpoint_error", 1, 3),
     ],

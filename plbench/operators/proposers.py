@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 
 from plbench import values
+from plbench.diagnostics import not_unicode
 from plbench.operators import rules
 from plbench.operators.framework import DETERMINISTIC, Proposal, ProposalError
 from plbench.operators.ile import IleState
@@ -109,6 +110,8 @@ def ask_json(client, messages: list[dict], fields: tuple[str, ...]) -> tuple[dic
         raise ProposalError("answer_not_json", f"{exc.msg}: {answer[:200]!r}") from exc
     if not (isinstance(parsed, dict) and all(isinstance(parsed.get(k), str) and parsed[k] for k in fields)):
         raise ProposalError("answer_missing_fields", f"expected {{{', '.join(fields)}}} strings: {answer[:200]!r}")
+    if why := next(filter(None, (not_unicode(parsed[k]) for k in fields)), None):
+        raise ProposalError("answer_not_unicode", f"{why}: {answer[:200]!r}")
     return parsed, answer
 
 
