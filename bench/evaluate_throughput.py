@@ -1,7 +1,8 @@
 """`plbench evaluate` throughput against raw psycopg round trips of the same statements, same run.
 
 Candidates are the replay functions of the first N PostgreSQL tasks of MBPP (correct
-solutions by construction); evaluation runs them through `plbench.evaluate` (isolated sessions,
+solutions by construction), or with `--samples K` K candidates a task of the first N/K, graded one after
+another as a model's samples are; evaluation runs them through `plbench.evaluate` (isolated sessions,
 one call per case from the client, decoding and comparison in Python, classification). The
 baseline runs setup, candidate and test block of each on one raw connection in a rolled-back
 transaction.
@@ -11,16 +12,18 @@ seconds each spends per candidate, in this process and in the server's processes
 when the server runs on this machine): under load those move less than wall time does.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/evaluate_throughput.py [--candidates 1000] [--rounds 5]
+        [--samples 1]
 
 With the library of another checkout (a before/after on the same server):
 `PYTHONPATH=<checkout> PLBENCH_PG_DSN=<dsn> python bench/evaluate_throughput.py`.
 
-Last measured (`--candidates 300 --rounds 5`, one server, the library chosen by PYTHONPATH): a session's first
-statement in the round trip that sets the session up (pg_session's `_begin_with`) / the library before it / the
-first again: evaluate 544.7 / 493.8 / 543.8 candidates/s against baselines of 642.1 / 610.7 / 647.1, evaluate /
-baseline 87.5% / 79.2% / 85.3% (per-round ranges 84-92%, 76-81%, 82-89%), by CPU seconds 93.4% / 79.4% / 88.3%.
-Client CPU a candidate 0.757 / 0.873 / 0.766 ms against the baseline's 0.34-0.36 ms: the rest of the gap is the
-Python around the round trips (decoding the task's cases, rendering arguments, comparing).
+Last measured (`--candidates 300 --rounds 5`, one server, the library chosen by PYTHONPATH):
+- a session's first statement in the round trip that sets the session up (pg_session's `_begin_with`) / the library
+  before it / the first again: evaluate / baseline 87.5% / 79.2% / 85.3% (544.7 / 493.8 / 543.8 candidates/s),
+  client CPU a candidate 0.757 / 0.873 / 0.766 ms;
+- then a task's calls made once for its candidates (grading.functions `_calls`) / without: `--samples 1` 91.7% /
+  86.9% (client CPU 0.503 / 0.662 ms), `--samples 10` 97.4% / 89.4% (0.417 / 0.526 ms), against the baseline's
+  0.22-0.30 ms. What is left is the Python around the round trips: sessions, decoding, comparing.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ from plbench.mbpp.artifacts import TaskEmitter
 from plbench.mbpp.stages import build_tasks, extract_test_cases, infer_signatures, ingest
 
 
-def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> list[Candidate]:
+def release_and_candidates(config: BuildConfig, limit: int, folder: Path, samples: int = 1) -> list[Candidate]:
+    """`limit` candidates: `samples` of each task one after another, as a model's samples are graded."""
     ingested = [ingest(config, "mbpp")]
     artifacts = [
         a
@@ -51,7 +55,8 @@ def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> lis
         if a.dialect == "postgres"
     ]
     rows, candidates = [], []
-    for art in (artifacts * (limit // len(artifacts) + 1))[:limit]:
+    tasks = -(-limit // samples)
+    for art in (artifacts * (tasks // len(artifacts) + 1))[:tasks]:
         comparison = art.task.comparison
         rows.append(
             {
@@ -69,9 +74,9 @@ def release_and_candidates(config: BuildConfig, limit: int, folder: Path) -> lis
             }
         )
         code = TaskEmitter(art.task, "postgres").replay_function([c.expected for c in art.task.cases])
-        candidates.append(Candidate(art.task_id, "postgres", code))
+        candidates += [Candidate(art.task_id, "postgres", code)] * samples
     pq.write_table(pa.Table.from_pylist(rows), folder / "tasks.parquet")
-    return candidates
+    return candidates[:limit]
 
 
 def postmaster_pid(engine: PostgresEngine) -> int | None:
@@ -124,12 +129,13 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chunk", type=int, default=50, help="candidates per interleaved chunk")
+    parser.add_argument("--samples", type=int, default=1, help="candidates per task, graded one after another")
     args = parser.parse_args()
     config = BuildConfig.from_env()
     engine = PostgresEngine.start(config.pg_dsn, config.pg_data_dir, config.statement_timeout_s)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        candidates = release_and_candidates(config, args.candidates, folder)
+        candidates = release_and_candidates(config, args.candidates, folder, args.samples)
         tasks = {r["task_id"]: r for r in pq.read_table(folder / "tasks.parquet").to_pylist()}
         statements = [
             [s for s in (tasks[c.task_id]["setup_sql"], c.code, tasks[c.task_id]["test_block"]) if s]
@@ -157,7 +163,7 @@ def main() -> None:
     engine.close()
     n = len(candidates)
     ratios = sorted(b.wall / e.wall for e, b in rounds)
-    print(f"server: {engine.version()}; candidates: {n}; rounds: {args.rounds} (medians)")
+    print(f"server: {engine.version()}; candidates: {n}, {args.samples} a task; rounds: {args.rounds} (medians)")
     for label, pick in (("raw psycopg baseline", lambda r: r[1]), ("plbench evaluate", lambda r: r[0])):
         meters = [pick(r) for r in rounds]
         cpu = f"client CPU {statistics.median(m.client for m in meters) / n * 1e3:6.3f} ms"

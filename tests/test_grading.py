@@ -204,6 +204,17 @@ def test_unknown_tasks_and_dialects_get_their_own_verdict_and_the_run_goes_on(fa
 # ---- honesty gaps (§7) ----------------------------------------------------------------------------
 
 
+def test_a_task_s_calls_are_made_once_for_its_candidates_and_never_for_another_row(fast):
+    """The same task id with other cases (another release, a task fixed since) is graded on its own cases."""
+    descending = typed_task(
+        ["xs"], [(([3, 1, 2],), [3, 2, 1]), (([],), []), (([2, 2, 1],), [2, 2, 1])], entry="sort_list", source_id="1"
+    )
+    assert descending.task_id == SORT.task_id
+    for _ in range(2):
+        assert _verdicts(grade(fast, release_row(SORT), RIGHT)) == ["PASS"] * 3
+        assert _verdicts(grade(fast, release_row(descending), RIGHT)) == ["FAIL", "PASS", "FAIL"]
+
+
 def test_an_error_message_with_a_newline_keeps_its_verdict_and_detail(fast):
     rows = grade(fast, release_row(SORT), _function("RAISE EXCEPTION E'first line\\nsecond line';"))
     assert _verdicts(rows) == ["ERROR"] * 3 and "first line\nsecond line" in rows[0]["detail"]

@@ -9,7 +9,9 @@ stay in this process.
 
 from __future__ import annotations
 
+import functools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from plbench import values
@@ -52,17 +54,52 @@ def split_script(text: str | None, dialect) -> list[str]:
     return dialect.script_statements(text)
 
 
+@dataclass(frozen=True)
+class _Calls:
+    """What grading any candidate of one function task in one dialect needs of the task."""
+
+    dialect: Any
+    setup: list[str]
+    function_name: str
+    arguments: list[list[str]]  # a case's arguments as literals, per case
+    expected: list[Any]  # as the dialect grades them
+    returns: PyType
+    tolerance: Tolerance
+
+
+@functools.lru_cache(maxsize=32)
+def _calls(dialect: str, *fields: str) -> _Calls:
+    """A task's `_Calls`, made once for the candidates of a task graded one after another (samples of one
+    model, the trivial candidates of the gate): decoding its cases and writing their literals cost more
+    client time than the candidate's round trips. Keyed by the row's `_CALL_FIELDS`, strings the release
+    row holds."""
+    task = dict(zip(_CALL_FIELDS, fields))
+    typed = typed_task(task)
+    emitter = TaskEmitter(typed, dialect)
+    returns = typed.signature.returns
+    return _Calls(
+        emitter.dialect,
+        split_script(task["setup_sql"], emitter.dialect),
+        emitter.function_name,
+        [emitter.arguments(c) for c in typed.cases],
+        [emitter.dialect.graded_value(c.expected, returns) for c in typed.cases],
+        returns,
+        Tolerance(typed.comparison.atol, typed.comparison.rtol),
+    )
+
+
+_CALL_FIELDS = ("subset", "task_id", "entry_point", "signature", "test_cases", "comparison", "setup_sql")
+
+
 def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
     """(case, verdict, category, detail) of every case of one candidate for one function task."""
-    typed = typed_task(task)
-    emitter = TaskEmitter(typed, engine.dialect)
-    cases = typed.cases
+    calls = _calls(engine.dialect, *(task[f] for f in _CALL_FIELDS))
 
     def every_case(verdict: str, category: str, detail: str) -> list[dict]:
-        return [_case(n, verdict, category, detail) for n in range(1, len(cases) + 1)]
+        return [_case(n, verdict, category, detail) for n in range(1, len(calls.arguments) + 1)]
 
     with engine.session() as session:
-        for statement in split_script(task["setup_sql"], emitter.dialect):
+        for statement in calls.setup:
             setup = session.execute(statement, setup=True)
             if not setup.ok:
                 return every_case("NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
@@ -73,11 +110,10 @@ def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
             return every_case(
                 "NOT_RUN", category_of(created.error.code), f"{created.error.code}: {created.error.message}"
             )
-        outcomes = session.call_all(emitter.function_name, [emitter.arguments(c) for c in cases], last=True)
-    returns, tol = typed.signature.returns, Tolerance(typed.comparison.atol, typed.comparison.rtol)
+        outcomes = session.call_all(calls.function_name, calls.arguments, last=True)
     return [
-        _verdict(n, outcome, case.expected, returns, tol, emitter.dialect)
-        for n, (case, outcome) in enumerate(zip(cases, outcomes), start=1)
+        _verdict(n, outcome, expected, calls.returns, calls.tolerance, calls.dialect)
+        for n, (expected, outcome) in enumerate(zip(calls.expected, outcomes), start=1)
     ]
 
 
@@ -86,6 +122,7 @@ def _case(n: int, verdict: str, category: str | None, detail: str) -> dict:
 
 
 def _verdict(n: int, outcome: CallOutcome, expected: Any, returns: PyType, tol: Tolerance, dialect) -> dict:
+    """A case's row; `expected` as the dialect grades it."""
     if outcome.timed_out:
         return _case(n, "TIMEOUT", WRONG_LOGIC, "statement timeout")
     if outcome.error is not None:
@@ -95,6 +132,6 @@ def _verdict(n: int, outcome: CallOutcome, expected: Any, returns: PyType, tol: 
         actual = dialect.graded_value(decode(dialect.fetched_value(outcome.value, returns), returns), returns)
     except (KeyError, TypeError, ValueError, StopIteration, AttributeError):
         return _case(n, "FAIL", WRONG_LOGIC, f"returned {outcome.value!r:.200}, not a {returns.describe()}")
-    if same(dialect.graded_value(expected, returns), actual, tol):
+    if same(expected, actual, tol):
         return _case(n, "PASS", None, "")
     return _case(n, "FAIL", WRONG_LOGIC, f"returned {values.dumps(actual)[:200]}")
