@@ -30,7 +30,7 @@ from plbench.engines.base import Engine, EngineUnavailable
 from plbench.grading.blocks import grade_block
 from plbench.grading.functions import grade_function
 from plbench.grading.procedures import grade_procedure
-from plbench.grading.results import NOT_GRADED
+from plbench.grading.results import NOT_GRADED, every_case
 from plbench.procedures.rows import database_schema, grade_tasks_each
 
 
@@ -120,8 +120,7 @@ def grade(engine: Engine, task: dict, code: str, schema: str | None = None, verd
 
 
 def _every_case(task: dict, verdict: str, category: str, detail: str) -> list[dict]:
-    total = len(json.loads(task["test_cases"])) if task.get("signature") else 1
-    return [{"case": n, "verdict": verdict, "category": category, "detail": detail[:500]} for n in range(1, total + 1)]
+    return every_case(len(json.loads(task["test_cases"])) if task.get("signature") else 1, verdict, category, detail)
 
 
 # Case verdicts another run may decide otherwise: a case that ran out of time, or did not run at all.

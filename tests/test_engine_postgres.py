@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from plbench.engines import pg_session, postgres
+from plbench.engines import pg_wire, postgres
 from plbench.engines.base import EngineUnavailable
 from plbench.engines.postgres import PostgresEngine
 
@@ -219,11 +219,11 @@ def test_sessions_swept_at_once_do_not_fail_each_other(fresh_engine):
 def _round_trips(monkeypatch) -> list[str]:
     """The query strings sessions send from now on, one per round trip."""
     sent = []
-    execute, results = psycopg.Connection.execute, pg_session._results
+    execute, results = psycopg.Connection.execute, pg_wire.results
     monkeypatch.setattr(
         psycopg.Connection, "execute", lambda conn, text, *a, **k: sent.append(text) or execute(conn, text, *a, **k)
     )
-    monkeypatch.setattr(pg_session, "_results", lambda conn, text: sent.append(text) or results(conn, text))
+    monkeypatch.setattr(pg_wire, "results", lambda conn, text: sent.append(text) or results(conn, text))
     return sent
 
 

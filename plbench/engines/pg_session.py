@@ -25,61 +25,15 @@ import time
 from collections.abc import Callable, Iterator
 
 import psycopg
-from psycopg import generators, pq, sql
+from psycopg import pq, sql
 from psycopg.pq import TransactionStatus
 
-from plbench.engines.base import CallOutcome, Diagnostic, EngineUnavailable, ExecResult, QueryResult, budget_spent
+from plbench.engines import pg_wire
+from plbench.engines.base import CallOutcome, EngineUnavailable, ExecResult, QueryResult, budget_spent
 from plbench.engines.watchdog import Watchdog
 
 _SAVEPOINT = "plb_stmt"
 _CALLS = "plb_calls"
-# Ends the session's transaction, then clears what a rollback does not (PREPAREd statements, session
-# advisory locks, cached plans, ...): DISCARD ALL spelled out as its documented parts.
-_ROLLBACK_AND_DISCARD = (
-    "ROLLBACK; CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *; "
-    "SELECT pg_catalog.pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES"
-)
-
-
-def _diagnostic(exc: psycopg.Error) -> Diagnostic:
-    # Errors raised by psycopg itself (no SQLSTATE) are things this engine does not
-    # support, e.g. COPY to/from the client: report them as feature_not_supported.
-    return Diagnostic(code=exc.sqlstate or "0A000", message=exc.diag.message_primary or str(exc))
-
-
-# What a cursor takes as a statement that ran (psycopg's _check_results); any other result is an error.
-_RAN = frozenset(
-    {pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY, pq.ExecStatus.COPY_BOTH}
-)
-
-
-def _results(conn: psycopg.Connection, text: str) -> list[pq.PGresult]:
-    """The result of every statement of a query string that ran, up to and with the one that failed: a cursor
-    raises at the failing one and keeps none of those before it."""
-    with conn.lock:
-        conn.pgconn.send_query(text.encode(conn.info.encoding))
-        return conn.wait(generators.fetch_many(conn.pgconn))
-
-
-def _error_of(result: pq.PGresult, conn: psycopg.Connection) -> psycopg.Error:
-    """The error a cursor raises for a result that is not a statement that ran."""
-    if result.status in (pq.ExecStatus.COPY_IN, pq.ExecStatus.COPY_OUT):
-        return psycopg.ProgrammingError("COPY cannot be used with this method; use copy() instead")
-    return psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-
-
-class SessionSetupError(RuntimeError):
-    """The harness's own statements that set a session up failed: no candidate's doing."""
-
-    def __init__(self, exc: psycopg.Error):
-        super().__init__(
-            f"cannot set up a PostgreSQL session: {exc} (the role needs the CREATE privilege on the database)"
-        )
-
-
-def _type_name(conn: psycopg.Connection, oid: int) -> str:
-    info = conn.adapters.types.get(oid)
-    return info.name if info else str(oid)
 
 
 class PostgresSession:
@@ -154,15 +108,8 @@ class PostgresSession:
             yield
         except psycopg.Error as exc:
             if self.lost:
-                raise self._lost(doing, exc) from exc
+                raise pg_wire.lost(doing, exc) from exc
             raise
-
-    @staticmethod
-    def _lost(doing: str, exc: psycopg.Error) -> EngineUnavailable:
-        return EngineUnavailable(
-            f"lost the PostgreSQL connection while {doing} ({exc.sqlstate or 'no SQLSTATE'}: "
-            f"{str(exc).strip()}); the server was stopped, restarted or ended this backend"
-        )
 
     @contextlib.contextmanager
     def _watched(self, conn: psycopg.Connection, seconds: float | None = None) -> Iterator[None]:
@@ -208,7 +155,7 @@ class PostgresSession:
             except psycopg.Error as exc:
                 if self.lost:
                     raise
-                raise SessionSetupError(exc) from exc
+                raise pg_wire.SessionSetupError(exc) from exc
             cur.nextset()  # past BEGIN's result to the transaction id
             self._begun_in(cur.fetchone()[0], spare)
         self._unchecked = False
@@ -243,30 +190,30 @@ class PostgresSession:
         self._lines = []
         try:
             with self._watched(conn):
-                results, lost = _results(conn, text), None
+                results, lost = pg_wire.results(conn, text), None
         except psycopg.Error as exc:
             results, lost = [], exc
         if self.lost:
             if self._killed:
                 return self._killed_result()
-            if self._reconnect is not None and not any(r.status in _RAN for r in results):
+            if self._reconnect is not None and not any(r.status in pg_wire.RAN for r in results):
                 self._replace_stale_connection()  # closed before the session began: none of the string ran
                 return self._begin_with(statement, setup)
-            raise self._lost("starting a session", lost or _error_of(results[-1], conn))
+            raise pg_wire.lost("starting a session", lost or pg_wire.error_of(results[-1], conn))
         if lost is not None:
             raise lost
-        failed = next((n for n, r in enumerate(results) if r.status not in _RAN), None)
+        failed = next((n for n, r in enumerate(results) if r.status not in pg_wire.RAN), None)
         if failed == 0 and conn.info.transaction_status == TransactionStatus.IDLE:
-            lines, error = self._lines, _error_of(results[0], conn)
-            self._ensure_begun()
-            return ExecResult(lines=lines, error=_diagnostic(error))
+            lines, error = self._lines, pg_wire.error_of(results[0], conn)
+            self.begin()
+            return ExecResult(lines=lines, error=pg_wire.diagnostic(error))
         if failed is not None and failed < len(opening):
-            raise SessionSetupError(_error_of(results[failed], conn))
+            raise pg_wire.SessionSetupError(pg_wire.error_of(results[failed], conn))
         self._begun_in(results[1].get_value(0, 0).decode(), spare)
-        savepoint, self._spare, self._unchecked = spare, None, True
+        self._spare, self._unchecked = None, True  # the statement ran under `spare`
         if failed is not None:
-            return self._failed(_error_of(results[failed], conn), savepoint)
-        ran = self._ran(conn, savepoint)
+            return self._failed(pg_wire.error_of(results[failed], conn), spare)
+        ran = self._ran(conn, spare)
         self._spare = self._spare or after
         return ran
 
@@ -322,9 +269,7 @@ class PostgresSession:
                 cur = conn.execute(text if opened else f"SAVEPOINT {savepoint}; {text}")
                 while cur.nextset():
                     pass
-                rows = cur.fetchall() if cur.description else []
-                columns = [d.name for d in cur.description or ()]
-                types = [_type_name(conn, d.type_code) for d in cur.description or ()]
+                read = pg_wire.query_result(cur)
         except EngineUnavailable:
             if self._killed:
                 return self._killed_result(), None
@@ -335,7 +280,7 @@ class PostgresSession:
             if self.escaped and not escaped:
                 raise RuntimeError(f"the harness's own statements did not run ({exc}): {text[:300]}") from exc
             return failed, None
-        return self._ran(conn, savepoint), QueryResult(columns, types, rows)
+        return self._ran(conn, savepoint), read
 
     def execute_first(self, text: str) -> ExecResult:
         """The harness's own statements (known to parse) at the top level of the transaction, when no
@@ -360,9 +305,8 @@ class PostgresSession:
             with self._guard("beginning the session again"):
                 conn.rollback()
                 self.begin()
-            return ExecResult(
-                lines=self._lines, error=_diagnostic(exc), timed_out=isinstance(exc, psycopg.errors.QueryCanceled)
-            )
+            timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
+            return ExecResult(lines=self._lines, error=pg_wire.diagnostic(exc), timed_out=timed_out)
         return self._ran(conn, spare)
 
     def _new_savepoint(self) -> str:
@@ -385,8 +329,7 @@ class PostgresSession:
 
     def _killed_result(self) -> ExecResult:
         lines, self._lines = self._lines, []
-        diagnostic = Diagnostic("57014", "still running after the timeout and a cancel: its backend was ended")
-        return ExecResult(lines=lines, error=diagnostic, timed_out=True)
+        return ExecResult(lines=lines, error=pg_wire.KILLED, timed_out=True)
 
     def query(self, statement: str) -> QueryResult:
         """Rows of one query (with column names and type names), or its diagnostic."""
@@ -397,10 +340,7 @@ class PostgresSession:
             with self._guard("running a query"), self._watched(conn):
                 if not opened:
                     conn.execute(f"SAVEPOINT {savepoint}")
-                cur = conn.execute(statement)
-                rows = cur.fetchall() if cur.description else []
-                columns = [d.name for d in cur.description or ()]
-                types = [_type_name(conn, d.type_code) for d in cur.description or ()]
+                read = pg_wire.query_result(conn.execute(statement))
         except EngineUnavailable:
             if self._killed:
                 killed = self._killed_result()
@@ -409,7 +349,7 @@ class PostgresSession:
         except psycopg.Error as exc:
             failed = self._failed(exc, savepoint)
             return QueryResult(error=failed.error, timed_out=failed.timed_out)
-        return QueryResult(columns, types, rows)
+        return read
 
     # ---- the grading channel ---------------------------------------------------------------
 
@@ -456,7 +396,7 @@ class PostgresSession:
         head = f"SAVEPOINT {_CALLS}; {self._settings(max(1, round(budget_s * 1000)))}; "
         text = head + "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + "; ".join(calls)
         if last:
-            text += "; " + _ROLLBACK_AND_DISCARD
+            text += "; " + pg_wire.ROLLBACK_AND_DISCARD
         self._lines = []
         try:
             with self._guard("calling the candidate"), self._watched(conn, budget_s):
@@ -477,7 +417,7 @@ class PostgresSession:
             timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
             self._settle(_CALLS)
             if timed_out:
-                return [CallOutcome(timed_out=True, error=_diagnostic(exc)) for _ in calls]
+                return [CallOutcome(timed_out=True, error=pg_wire.diagnostic(exc)) for _ in calls]
             return None
         self._check_transaction(results[0])
         self._ended = last
@@ -499,33 +439,18 @@ class PostgresSession:
             raise
         except psycopg.Error as exc:
             self._settle(_CALLS)
-            return CallOutcome(error=_diagnostic(exc), timed_out=isinstance(exc, psycopg.errors.QueryCanceled))
+            return CallOutcome(error=pg_wire.diagnostic(exc), timed_out=isinstance(exc, psycopg.errors.QueryCanceled))
         return CallOutcome(value=value)
 
     # ---- after a statement -----------------------------------------------------------------
 
     def _failed(self, exc: psycopg.Error, savepoint: str) -> ExecResult:
         lines, self._lines = self._lines, []  # notices raised before the error are part of the output
-        self._finish_copy()
+        with self._guard("ending a COPY"):
+            pg_wire.finish_copy(self._live())
         self._settle(savepoint)
         timed_out = isinstance(exc, psycopg.errors.QueryCanceled)
-        return ExecResult(lines=lines, error=_diagnostic(exc), timed_out=timed_out)
-
-    def _finish_copy(self) -> None:
-        """psycopg refuses COPY in execute() and leaves the protocol mid-COPY: end it.
-
-        COPY FROM STDIN is aborted, COPY TO STDOUT drained, so the connection is usable again.
-        """
-        pgconn = self._live().pgconn
-        if self._live().info.transaction_status != TransactionStatus.ACTIVE:
-            return
-        with self._guard("ending a COPY"):
-            while (res := pgconn.get_result()) is not None:
-                if res.status == pq.ExecStatus.COPY_OUT:
-                    while pgconn.get_copy_data(0)[0] >= 0:
-                        pass
-                elif res.status == pq.ExecStatus.COPY_IN:
-                    pgconn.put_copy_end(b"COPY FROM STDIN is not supported by plbench")
+        return ExecResult(lines=lines, error=pg_wire.diagnostic(exc), timed_out=timed_out)
 
     def _settle(self, savepoint: str) -> None:
         """Get back inside our transaction after a statement, undone to `savepoint` when it is still
@@ -559,7 +484,7 @@ class PostgresSession:
             if self._begun and not self._ended:
                 # One round trip: is the transaction still ours, then end it and clear the session.
                 xid = conn.execute(
-                    "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + _ROLLBACK_AND_DISCARD
+                    "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text; " + pg_wire.ROLLBACK_AND_DISCARD
                 ).fetchone()[0]
                 if self._unchecked:
                     self._check_transaction(xid)

@@ -21,6 +21,7 @@ import re
 
 from plbench.diagnostics import CATEGORY_BY_CODE, REFERENCE_ERROR, WRONG_LOGIC
 from plbench.engines.base import Engine, ExecResult
+from plbench.grading.results import case_row
 from plbench.spider.output_format import format_row
 from plbench.spider.tasks import ReferenceOutput, outputs_match
 
@@ -64,20 +65,16 @@ def grade_block(engine: Engine, task: dict, code: str, schema: str | None) -> li
     """The one case row (case, verdict, category, detail) of a candidate block. A task naming no
     database runs in a session that reads none."""
     if task.get("database") and schema is None:
-        return [_case("NOT_RUN", REFERENCE_ERROR, f"database {task['database']} is not loaded on this server")]
+        return [case_row(1, "NOT_RUN", REFERENCE_ERROR, f"database {task['database']} is not loaded on this server")]
     result = run_block(engine, code, schema)
     if result.timed_out:
-        return [_case("TIMEOUT", WRONG_LOGIC, "statement timeout")]
+        return [case_row(1, "TIMEOUT", WRONG_LOGIC, "statement timeout")]
     if result.error is not None:
         # Syntax and grounding errors by their code; any other error was raised computing the answer.
         category = CATEGORY_BY_CODE.get(result.error.code, WRONG_LOGIC)
-        return [_case("ERROR", category, f"{result.error.code}: {result.error.message}")]
+        return [case_row(1, "ERROR", category, f"{result.error.code}: {result.error.message}")]
     accepted = expected_outputs(task)
     if any(outputs_match(ref, result.lines) for ref in accepted):
-        return [_case("PASS", None, "")]
+        return [case_row(1, "PASS", None, "")]
     want = len(accepted[0].lines) if accepted else 0
-    return [_case("FAIL", WRONG_LOGIC, f"printed {len(result.lines)} lines, {want} expected; not the answer")]
-
-
-def _case(verdict: str, category: str | None, detail: str) -> dict:
-    return {"case": 1, "verdict": verdict, "category": category, "detail": detail[:500]}
+    return [case_row(1, "FAIL", WRONG_LOGIC, f"printed {len(result.lines)} lines, {want} expected; not the answer")]

@@ -18,6 +18,7 @@ from plbench import values
 from plbench.compare import Tolerance, same
 from plbench.diagnostics import REFERENCE_ERROR, WRONG_LOGIC, case_error_category, category_of
 from plbench.engines.base import CallOutcome, Engine
+from plbench.grading.results import case_row, every_case
 from plbench.grading.types import parse_type
 from plbench.mbpp.artifacts import TaskEmitter, TypedTask, ints_fit_bigint
 from plbench.mbpp.extract import Comparison, TestCase
@@ -67,6 +68,10 @@ class _Calls:
     tolerance: Tolerance
 
 
+# The release row's fields a task's `_Calls` come from.
+_CALL_FIELDS = ("subset", "task_id", "entry_point", "signature", "test_cases", "comparison", "setup_sql")
+
+
 @functools.lru_cache(maxsize=32)
 def _calls(dialect: str, *fields: str) -> _Calls:
     """A task's `_Calls`, made once for the candidates of a task graded one after another (samples of one
@@ -88,50 +93,40 @@ def _calls(dialect: str, *fields: str) -> _Calls:
     )
 
 
-_CALL_FIELDS = ("subset", "task_id", "entry_point", "signature", "test_cases", "comparison", "setup_sql")
-
-
 def grade_function(engine: Engine, task: dict, code: str) -> list[dict]:
     """(case, verdict, category, detail) of every case of one candidate for one function task."""
     calls = _calls(engine.dialect, *(task[f] for f in _CALL_FIELDS))
-
-    def every_case(verdict: str, category: str, detail: str) -> list[dict]:
-        return [_case(n, verdict, category, detail) for n in range(1, len(calls.arguments) + 1)]
-
+    cases = len(calls.arguments)
     with engine.session() as session:
         for statement in calls.setup:
             setup = session.execute(statement, setup=True)
             if not setup.ok:
-                return every_case("NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
+                return every_case(cases, "NOT_RUN", REFERENCE_ERROR, f"setup failed: {setup.error}")
         created = session.execute(code)
         if created.timed_out:
-            return every_case("TIMEOUT", WRONG_LOGIC, "timed out while installing")
+            return every_case(cases, "TIMEOUT", WRONG_LOGIC, "timed out while installing")
         if not created.ok:
-            return every_case(
-                "NOT_RUN", category_of(created.error.code), f"{created.error.code}: {created.error.message}"
-            )
+            error = created.error
+            return every_case(cases, "NOT_RUN", category_of(error.code), f"{error.code}: {error.message}")
         outcomes = session.call_all(calls.function_name, calls.arguments, last=True)
     return [
-        _verdict(n, outcome, expected, calls.returns, calls.tolerance, calls.dialect)
+        _verdict(n, outcome, expected, calls)
         for n, (expected, outcome) in enumerate(zip(calls.expected, outcomes), start=1)
     ]
 
 
-def _case(n: int, verdict: str, category: str | None, detail: str) -> dict:
-    return {"case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
-
-
-def _verdict(n: int, outcome: CallOutcome, expected: Any, returns: PyType, tol: Tolerance, dialect) -> dict:
+def _verdict(n: int, outcome: CallOutcome, expected: Any, calls: _Calls) -> dict:
     """A case's row; `expected` as the dialect grades it."""
     if outcome.timed_out:
-        return _case(n, "TIMEOUT", WRONG_LOGIC, "statement timeout")
+        return case_row(n, "TIMEOUT", WRONG_LOGIC, "statement timeout")
     if outcome.error is not None:
         message = f"{outcome.error.code}: {outcome.error.message}"
-        return _case(n, "ERROR", case_error_category(message), message)
+        return case_row(n, "ERROR", case_error_category(message), message)
+    dialect, returns = calls.dialect, calls.returns
     try:
         actual = dialect.graded_value(decode(dialect.fetched_value(outcome.value, returns), returns), returns)
     except (KeyError, TypeError, ValueError, StopIteration, AttributeError):
-        return _case(n, "FAIL", WRONG_LOGIC, f"returned {outcome.value!r:.200}, not a {returns.describe()}")
-    if same(expected, actual, tol):
-        return _case(n, "PASS", None, "")
-    return _case(n, "FAIL", WRONG_LOGIC, f"returned {values.dumps(actual)[:200]}")
+        return case_row(n, "FAIL", WRONG_LOGIC, f"returned {outcome.value!r:.200}, not a {returns.describe()}")
+    if same(expected, actual, calls.tolerance):
+        return case_row(n, "PASS", None, "")
+    return case_row(n, "FAIL", WRONG_LOGIC, f"returned {values.dumps(actual)[:200]}")

@@ -15,6 +15,7 @@ import json
 
 from plbench.diagnostics import REFERENCE_ERROR
 from plbench.engines.base import Engine
+from plbench.grading.results import case_row, every_case
 from plbench.procedures.rows import database_schema, grade_copied, grade_task
 
 
@@ -35,21 +36,17 @@ def grade_procedure(
     else:
         graded = grade_task(engine, task, code, schema, verdict_only)
     if graded.passed:
-        return [_case(n, "PASS", None, "") for n in range(1, len(calls) + 1)]
+        return [case_row(n, "PASS", None, "") for n in range(1, len(calls) + 1)]
     first = graded.call_verdicts.index("fail") + 1 if "fail" in graded.call_verdicts else 1
     rows = []
     for n, verdict in enumerate(graded.call_verdicts, start=1):
         if verdict == "pass":
-            rows.append(_case(n, "PASS", None, ""))
+            rows.append(case_row(n, "PASS", None, ""))
         else:
             detail = graded.detail if n == first else f"fails too; the first failure, call {first}: {graded.detail}"
-            rows.append(_case(n, "TIMEOUT" if n in graded.timed_out else "FAIL", graded.category, detail))
+            rows.append(case_row(n, "TIMEOUT" if n in graded.timed_out else "FAIL", graded.category, detail))
     return rows
 
 
 def _not_run(calls: int, why: str) -> list[dict]:
-    return [_case(n, "NOT_RUN", REFERENCE_ERROR, why) for n in range(1, calls + 1)]
-
-
-def _case(n: int, verdict: str, category: str | None, detail: str) -> dict:
-    return {"case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
+    return every_case(calls, "NOT_RUN", REFERENCE_ERROR, why)

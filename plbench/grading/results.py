@@ -83,6 +83,16 @@ class ResultLog:
         self._file.close()
 
 
+def case_row(n: int, verdict: str, category: str | None, detail: str) -> dict:
+    """One case's row of a candidate's grading (case numbers from 1), its detail cut to 500 characters."""
+    return {"case": n, "verdict": verdict, "category": category, "detail": detail[:500]}
+
+
+def every_case(cases: int, verdict: str, category: str | None, detail: str) -> list[dict]:
+    """The same row for each of `cases` cases."""
+    return [case_row(n, verdict, category, detail) for n in range(1, cases + 1)]
+
+
 def summarize(rows: list[dict], episodes: dict[str, tuple[str, int]] | None = None) -> dict:
     """Mean Test Pass@1 and Suite Pass@1 per subset and dialect (reference errors and rows not graded
     left out). A task's share is the mean over its candidates, so several candidates of one task count
