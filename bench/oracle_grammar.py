@@ -7,7 +7,8 @@ Prints, for the release's Oracle statements (plbench.dialects.oracle_syntax.rele
    queries wrapped, identical texts once);
 2. on one sample of MBPP+ test blocks and database DDL, the parser's throughput with the
    package's generated parser as shipped (`--plain`), with the token constants folded (the
-   default), LL prediction only (`--ll`) against SLL first with LL on error (the default);
+   default), LL prediction only (`--ll`) against SLL first with LL on error (the default), and V8's
+   default heap against the parser's NODE_FLAGS (a larger young generation);
 3. every statement of the release parsed with 1 worker, then 2 workers with an empty verdict
    cache, then again with that cache: wall seconds and the parser processes' CPU seconds,
    against the build budget (the whole rebuild within 4 minutes).
@@ -29,7 +30,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plbench.dialects.oracle_grammar import TOOL_DIR, check_statements, node_executable  # noqa: E402
+from plbench.dialects.oracle_grammar import NODE_FLAGS, TOOL_DIR, check_statements, node_executable  # noqa: E402
 from plbench.dialects.oracle_syntax import release_statements  # noqa: E402
 
 
@@ -58,13 +59,12 @@ def sample(statements: dict, kinds: tuple[str, ...], budget: int) -> dict[str, s
     return chosen
 
 
-def run_tool(texts: dict[str, str], flags: list[str]) -> tuple[float, float, int]:
+def run_tool(texts: dict[str, str], flags: list[str], node_flags=NODE_FLAGS) -> tuple[float, float, int]:
     """Wall and CPU seconds of one parser process over the texts, and how many failed."""
     requests = "".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in texts.items())
     cpu, start = children_cpu(), time.perf_counter()
-    done = subprocess.run(
-        [node_executable(), "parse.js", *flags], input=requests, capture_output=True, text=True, cwd=TOOL_DIR
-    )
+    command = [node_executable(), *node_flags, "parse.js", *flags]
+    done = subprocess.run(command, input=requests, capture_output=True, text=True, cwd=TOOL_DIR)
     wall = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(done.stderr[-2000:])
@@ -103,12 +103,13 @@ def main() -> None:
     texts = sample(statements, ("test_block",), budget // 2) | sample(statements, ("database_ddl",), budget // 2)
     size = sum(map(len, texts.values())) / 1e3
     print(f"\nsample: {len(texts)} statements, {size:.0f} KB (MBPP+/MBPP test blocks and database DDL), one process")
-    for label, flags in [
-        ("as shipped (--plain), SLL then LL", ["--plain"]),
-        ("folded, LL only (--ll)", ["--ll"]),
-        ("folded, SLL then LL (default)", []),
+    for label, flags, node_flags in [
+        ("as shipped (--plain), SLL then LL", ["--plain"], NODE_FLAGS),
+        ("folded, LL only (--ll)", ["--ll"], NODE_FLAGS),
+        ("folded, SLL then LL, V8's default heap", [], ()),
+        ("folded, SLL then LL (default)", [], NODE_FLAGS),
     ]:
-        wall, cpu, failed = run_tool(texts, flags)
+        wall, cpu, failed = run_tool(texts, flags, node_flags)
         print(f"  {label:36} wall {wall:7.1f} s  cpu {cpu:7.1f} s  {size / cpu:6.0f} KB/cpu-s  failed {failed}")
 
     if args.skip_full:
