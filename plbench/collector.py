@@ -1,6 +1,7 @@
 """The process's memory: Python's cyclic garbage collector, paused while a step allocates many objects that
 hold no garbage (a database being read and emitted, plbench.spider.stages; a stored stage value being loaded,
-pipelines/storage.py), and freed memory given back to the system (`give_back_freed_memory`)."""
+pipelines/storage.py; the quality suites, plbench.quality), and freed memory given back to the system
+(`give_back_freed_memory`)."""
 
 from __future__ import annotations
 

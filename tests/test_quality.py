@@ -137,6 +137,18 @@ def test_a_consistent_release_passes_every_suite(clean):
     assert all(q["success"] and q["failed"] == 0 and q["expectations"] > 5 for q in quality.values()), quality
 
 
+def test_the_suites_run_with_the_cyclic_collector_paused_and_leave_it_running(clean, monkeypatch):
+    import gc
+
+    from plbench import quality
+
+    seen, run_suite = [], quality.run_suite
+    monkeypatch.setattr(quality, "run_suite", lambda *args: seen.append(gc.isenabled()) or run_suite(*args))
+    assert gc.isenabled()
+    assert not failed_suites(check_release(clean))
+    assert seen and not any(seen) and gc.isenabled()
+
+
 def test_a_null_required_field_fails_the_tasks_suite(clean):
     broken = copy.deepcopy(clean)
     _change_task(broken, 1, prompt=None)
