@@ -1,13 +1,14 @@
 """Wall time, CPU and peak memory of `release_tables` and `release`, phase by phase, rerun from the
 stage values an earlier build stored (`plbench build` once first).
 
-    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--profile FILE]
+    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--profile FILE] [--cold]
 
 Loads the values of every asset `release_tables` reads from the stage storage (default: this
 checkout's `.cache/dagster-storage`), then runs what the two assets run, as they run it, timing
 each phase: the subsets' release parts, the trivial-candidate gate (`gate_parts`, on this
 checkout's PostgreSQL, where the build loaded the databases; its verdict cache is what the build left),
-`prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left), the
+`prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left; with `--cold`
+both caches start empty, as in a first build), the
 quality suites, the metadata check, and `release`'s crosscheck statuses and write. CPU counts this process
 and its children (the grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process,
 and its tree with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
@@ -18,9 +19,11 @@ With `--profile`, cProfile's statistics of the whole run go to FILE.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import os
 import pickle
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,6 +86,7 @@ def main() -> None:
     parser.add_argument(
         "--without-postgres", action="store_true", help="no trivial candidates run (the gate says why): the rest alone"
     )
+    parser.add_argument("--cold", action="store_true", help="both gates' verdict caches start empty (a first build)")
     args = parser.parse_args()
     config = BuildConfig.from_env(out_dir=args.out.resolve() if args.out else None)
     storage = args.storage or config.storage_dir
@@ -100,16 +104,20 @@ def main() -> None:
     with phases.phase("release parts"):
         parts = [s.release_part(config, {k: values[k] for k in s.release_inputs}) for s in subsets]
     del values
-    if args.without_postgres:
-        with phases.phase("trivial candidates (gate_parts)"):
-            parts = gate_parts(parts, SUBSETS, NotConfigured("--without-postgres"), config.workers)
-    else:
-        with open_engines(config, ["postgres"]) as engines, phases.phase("trivial candidates (gate_parts)"):
-            cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engines["postgres"])
-            parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
-        print(f"trivial verdicts: {cache.counts}")
-    with phases.phase("prepare_release (grammar gate)"):
-        prepared = prepare_release(config, parts)
+    with contextlib.ExitStack() as stack:
+        server = config  # with --cold, the caches move to an empty folder; the PostgreSQL server stays
+        if args.cold:
+            config = config.with_(cache_dir=Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        if args.without_postgres:
+            with phases.phase("trivial candidates (gate_parts)"):
+                parts = gate_parts(parts, SUBSETS, NotConfigured("--without-postgres"), config.workers)
+        else:
+            with open_engines(server, ["postgres"]) as engines, phases.phase("trivial candidates (gate_parts)"):
+                cache = VerdictCache(config.cache_dir / VERDICTS_FILE, engines["postgres"])
+                parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
+            print(f"trivial verdicts: {cache.counts}")
+        with phases.phase("prepare_release (grammar gate)"):
+            prepared = prepare_release(config, parts)
     del parts
     with phases.phase("quality suites (check_release)"):
         prepared.manifest["quality"] = check_release(prepared)
