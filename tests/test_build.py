@@ -262,6 +262,19 @@ def test_each_database_partition_carries_its_own_metadata(setup):
         assert set(latest) == set(instance.get_dynamic_partitions("database"))
 
 
+def test_a_run_plans_each_database_stage_once_for_all_its_partitions(setup):
+    _, instance = setup
+    [run] = instance.get_runs(limit=1)
+    planned = [
+        event.dagster_event.event_specific_data
+        for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED)
+        if event.dagster_event.asset_key.path[0].startswith("normalized_databases_")
+    ]
+    partitions = set(instance.get_dynamic_partitions("database"))
+    assert len(partitions) > 1 and len(planned) == 2, planned  # one event a stage, not one a partition
+    assert all(p.partition is None and set(p.partitions_subset.get_partition_keys()) == partitions for p in planned)
+
+
 def test_spider_plsql_tasks_are_validated_on_postgres_and_reconcile(setup):
     config, _ = setup
     _, manifest, tasks, rejections = _release(config)
