@@ -106,7 +106,7 @@ def main() -> None:
     for label, flags, node_flags in [
         ("as shipped (--plain), SLL then LL", ["--plain"], NODE_FLAGS),
         ("folded, LL only (--ll)", ["--ll"], NODE_FLAGS),
-        ("folded, SLL then LL, V8's default heap", [], ()),
+        ("folded, SLL then LL, V8 default heap", [], ()),
         ("folded, SLL then LL (default)", [], NODE_FLAGS),
     ]:
         wall, cpu, failed = run_tool(texts, flags, node_flags)

@@ -137,13 +137,15 @@ def _run(
 
     from pipelines.definitions import build_definitions
     from pipelines.executors import run_in_process, run_on_workers
+    from plbench.collector import collector_thresholds
 
     dagster_environment()
     run_config = {"loggers": {"progress": {"config": {"partitions": partitions, "quiet": quiet}}}}
     keys = [dg.AssetKey(k) for k in selection]
     options = dict(instance=instance, asset_selection=keys, raise_on_error=False, tags=tags, run_config=run_config)
     if config.executor == "in_process":
-        return run_in_process(build_definitions(config).resolve_job_def(job), options)
+        with collector_thresholds():
+            return run_in_process(build_definitions(config).resolve_job_def(job), options)
     return run_on_workers(config, job, options)
 
 

@@ -111,3 +111,29 @@ def test_a_stored_value_loads_with_the_collector_paused_and_resumed_after(tmp_pa
     loaded = io_manager.load_input(dg.build_input_context(asset_key=stage.key, upstream_output=upstream))
     assert [type(v) for v in loaded] == [Loaded, Loaded]
     assert Loaded.collector_on_while_loading == [False, False] and gc.isenabled()
+
+
+def test_an_in_process_build_run_collects_less_often_and_restores_the_thresholds_after(monkeypatch, tmp_path):
+    from pipelines import cli, executors
+    from plbench.collector import BUILD_THRESHOLDS
+    from plbench.config import BuildConfig
+
+    seen = []
+    monkeypatch.setattr(executors, "run_in_process", lambda job, options: seen.append(gc.get_threshold()) or "ran")
+    before = gc.get_threshold()
+    with dg.instance_for_test() as instance:
+        assert cli._run(BuildConfig(cache_dir=tmp_path), [["mbpp_raw"]], instance, cli.REBUILD_JOB, {}) == "ran"
+    assert seen == [BUILD_THRESHOLDS] and gc.get_threshold() == before != BUILD_THRESHOLDS
+
+
+def test_the_thresholds_come_back_when_the_run_raises():
+    from plbench.collector import collector_thresholds
+
+    before = gc.get_threshold()
+    try:
+        with collector_thresholds((1000, 5, 5)):
+            assert gc.get_threshold() == (1000, 5, 5)
+            raise KeyError("stage failed")
+    except KeyError:
+        pass
+    assert gc.get_threshold() == before
