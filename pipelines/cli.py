@@ -44,7 +44,6 @@ def dagster_environment() -> None:
 def dagster_home() -> Path:
     """DAGSTER_HOME (default `.dagster/`) with the project's dagster.yaml; a DAGSTER_HOME the user chose
     keeps its own dagster.yaml (e.g. dagster.postgres.yaml) and gets the project's only when it has none."""
-    dagster_environment()
     chosen = os.environ.get("DAGSTER_HOME")
     home = Path(chosen or project_root() / ".dagster")
     home.mkdir(parents=True, exist_ok=True)
@@ -523,6 +522,7 @@ def dev_command(args: argparse.Namespace) -> list[str]:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     dagster_home()
+    dagster_environment()  # the UI creates the runs it launches
     os.chdir(project_root())
     command = dev_command(args)
     os.execv(command[0], command)

@@ -357,8 +357,9 @@ def check_release(prepared: PreparedRelease, max_bytes: int = ROWS_BYTES) -> dic
     expectations see runs of rows holding at most `max_bytes` of the columns they read.
 
     The cyclic collector is paused meanwhile: GX's modules alone are 250,000 objects every full collection
-    walks again, and the suites' allocations started one every half second, a quarter of their time on the
-    mirror's four subsets (14.7 s with it, 11.0-11.6 s without, the same peak memory: bench/release_time.py).
+    walks again (0.25 s each), and the suites' allocations started enough of them to take a quarter of their
+    time on the mirror's four subsets (14.7 s with it, 11.4 and 11.6 s paused, the same peak memory:
+    bench/release_time.py).
     What the suites free is freed by reference counting; the few cycles they leave wait for the collector."""
     report = {}
     for table, (rows, schema) in sorted(prepared.tables.items()):

@@ -7,6 +7,7 @@ import weakref
 
 import dagster as dg
 import psutil
+import pytest
 
 from pipelines.executors import run_in_process
 from pipelines.storage import StageStorage
@@ -130,10 +131,7 @@ def test_the_thresholds_come_back_when_the_run_raises():
     from plbench.collector import collector_thresholds
 
     before = gc.get_threshold()
-    try:
-        with collector_thresholds((1000, 5, 5)):
-            assert gc.get_threshold() == (1000, 5, 5)
-            raise KeyError("stage failed")
-    except KeyError:
-        pass
+    with pytest.raises(KeyError), collector_thresholds((1000, 5, 5)):
+        assert gc.get_threshold() == (1000, 5, 5)
+        raise KeyError("stage failed")
     assert gc.get_threshold() == before

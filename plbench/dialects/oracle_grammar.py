@@ -37,7 +37,8 @@ PARSER = "antlr4ts-sql 1.1.0 (ANTLR grammars-v4 PlSqlParser.g4)"
 TIMEOUT_S = 900.0  # a whole batch; a parser that outlives it is a fault, not a verdict
 # A parse makes a great many short-lived objects, and V8's default young generation (16 MB semi-spaces on
 # 64-bit) is collected so often that it took a fifth of a parser's CPU. With 64 MB, one build batch of 6.5 MB
-# took 12.7-15.1 CPU-s against 17.1-19.7 and peaked at 350 MB against 400-470 MB (bench/oracle_grammar.py).
+# took 14.2-15.1 CPU-s against 17.1-19.7 and peaked at 346-349 MB against 403-472 MB (`node parse.js`, three
+# runs each way, alternating); bench/oracle_grammar.py compares the two on its sample.
 NODE_FLAGS = ("--max-semi-space-size=64",)
 INSTALL_HINT = "python3 -m plbench.dialects.oracle_grammar --install"
 
