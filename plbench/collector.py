@@ -28,6 +28,10 @@ def give_back_freed_memory() -> None:
         arrow.default_memory_pool().release_unused()
 
 
+_pause_lock = threading.Lock()
+_pauses = [0, False]  # [how many are paused now, whether the collector was on when the first began]
+
+
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for a while. Reading and emitting a database allocates
@@ -35,19 +39,21 @@ def collector_paused() -> Iterator[None]:
     them start a collection, which every 10th and 100th time walks the older objects (the source
     database) too. Reference counting frees them all anyway. As a function's decorator, the
     function's objects are freed before the collector is back: it then walks only what the function
-    returned and the cycles it made (sqlglot trees). The collector is one per process, so only the main
-    thread pauses it: two threads (normalize_databases on PostgreSQL in a daemon process) pausing and
-    resuming it would race, and one could leave it off for good."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
+    returned and the cycles it made (sqlglot trees). The collector is one per process, and steps run on
+    threads side by side (pipelines/step_threads.py): it stays off while any thread has it paused, and the
+    last to finish turns it back on if it was on before the first began."""
+    with _pause_lock:
+        if _pauses[0] == 0:
+            _pauses[1] = gc.isenabled()
+            gc.disable()
+        _pauses[0] += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _pause_lock:
+            _pauses[0] -= 1
+            if _pauses[0] == 0 and _pauses[1]:
+                gc.enable()
 
 
 # The collector's thresholds while a build runs in this process. The default (700, 10, 10) starts a collection

@@ -295,11 +295,28 @@ def test_the_collector_is_paused_while_a_database_emits_and_back_after_even_on_e
         assert not gc.isenabled()
     finally:
         gc.enable()
-    # on another thread (normalize_databases' PostgreSQL threads) the process's collector is left as it is
-    other = threading.Thread(target=emit, args=(False,))
-    other.start()
-    other.join()
-    assert seen[-1] is True and gc.isenabled()
+    # Steps on threads (pipelines/step_threads.py): the collector stays off while either has it paused
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    @collector_paused()
+    def first() -> None:
+        first_in.set()
+        second_in.wait(10)
+
+    @collector_paused()
+    def second() -> None:
+        second_in.set()
+        first_out.wait(10)
+        seen.append(gc.isenabled())  # the first has finished: still off, for this one
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    first_in.wait(10)
+    threads[1].start()
+    threads[0].join()
+    first_out.set()
+    threads[1].join()
+    assert seen[-1] is False and gc.isenabled()  # and back on once the last one finished
 
 
 # ---- loading and tasks on the real PostgreSQL, as the partitions and the task stage do -------------

@@ -89,7 +89,15 @@ def _describe(dsn: str) -> str:
     return f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
 
 
+_server_start = threading.Lock()  # steps on threads (pipelines/step_threads.py) open engines at the same time
+
+
 def _start_pgserver(data_dir: Path):
+    with _server_start:  # pgserver's lock file keeps other processes out, not other threads of this one
+        return _get_pgserver(data_dir)
+
+
+def _get_pgserver(data_dir: Path):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset

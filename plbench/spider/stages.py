@@ -15,7 +15,9 @@ import hashlib
 import json
 import multiprocessing
 import multiprocessing.util
+import os
 import pickle
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -240,7 +242,8 @@ def reports_of(inputs: SpiderInputs, stored: dict[str, DatabaseReport], dialect:
 
 def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceDatabase:
     """The source database, read once for both dialects' partitions: the first to run keeps what it read
-    in the cache (valid while the dataset's raw checksums and the row cap are unchanged)."""
+    in the cache (valid while the dataset's raw checksums and the row cap are unchanged). Both dialects' stages
+    can run at once (pipelines/step_threads.py), so each writer has a temporary file of its own."""
     path = config.cache_dir / "sources" / inputs.source / f"{name}.pkl"
     key = hashlib.sha256(json.dumps([inputs.inputs, config.spider_row_cap], sort_keys=True).encode()).hexdigest()
     if path.exists():
@@ -249,7 +252,7 @@ def load_source(config: BuildConfig, inputs: SpiderInputs, name: str) -> SourceD
             return source
     source = inputs.read(name, config.spider_row_cap)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
     tmp.write_bytes(pickle.dumps((key, source)))
     tmp.replace(path)
     return source
