@@ -144,7 +144,7 @@ def _run(
     options = dict(instance=instance, asset_selection=keys, raise_on_error=False, tags=tags, run_config=run_config)
     if config.executor == "in_process":
         with collector_thresholds():
-            return run_in_process(build_definitions(config).resolve_job_def(job), options)
+            return run_in_process(build_definitions(config).resolve_job_def(job), options, config.steps_at_once)
     return run_on_workers(config, job, options)
 
 

@@ -1,15 +1,17 @@
 """Where a run's steps execute: `BuildConfig.executor` names one of `EXECUTORS`.
 
 `in_process` (the default, as `plbench build` runs, and for runs launched from the UI) keeps every
-step in one process; `multiprocess`, `celery` (workers on a broker such as Redis) and `k8s` (a
-Kubernetes job per step) run steps in other processes, which rebuild the job from their own
-environment: `definitions_from_env` with the settings file PLBENCH_SETTINGS names.
+step in one process, `BuildConfig.steps_at_once` of them running at a time (pipelines/step_threads.py);
+`multiprocess`, `celery` (workers on a broker such as Redis) and `k8s` (a Kubernetes job per step) run
+steps in other processes, which rebuild the job from their own environment: `definitions_from_env` with
+the settings file PLBENCH_SETTINGS names.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 
+from pipelines.step_threads import StepThreadsExecutor
 from plbench.config import BuildConfig
 from plbench.paths import project_root
 
@@ -28,9 +30,22 @@ def _k8s(config: BuildConfig) -> dg.ExecutorDefinition:
     return k8s_job_executor  # the cluster's settings come in the run config (README, Kubernetes)
 
 
+@dg.executor(
+    name="in_process_steps",
+    config_schema={"steps_at_once": dg.Field(int, default_value=2, description="steps running at a time")},
+)
+def in_process_steps(init_context) -> StepThreadsExecutor:
+    """Every step in the run's process, up to `steps_at_once` at a time, each on a thread."""
+    return StepThreadsExecutor(init_context.executor_config["steps_at_once"])
+
+
+def in_process_steps_configured(steps_at_once: int) -> dg.ExecutorDefinition:
+    return in_process_steps.configured({"steps_at_once": steps_at_once})
+
+
 # BuildConfig.executor -> the executor every job of the location runs on
 EXECUTORS = {
-    "in_process": lambda config: dg.in_process_executor,
+    "in_process": lambda config: in_process_steps_configured(config.steps_at_once),
     "multiprocess": lambda config: dg.multiprocess_executor,
     "celery": _celery,
     "k8s": _k8s,
@@ -60,8 +75,9 @@ def run_on_workers(config: BuildConfig, job: str, options: dict):
         return result
 
 
-def run_in_process(job_def: dg.JobDefinition, options: dict):
-    """`job_def.execute_in_process(**options)`, without holding every step's output until the run ends.
+def run_in_process(job_def: dg.JobDefinition, options: dict, steps_at_once: int = 1):
+    """`job_def.execute_in_process(**options)`, without holding every step's output until the run ends, its
+    steps `steps_at_once` at a time (1: one after the other, as Dagster's in-process executor runs them).
 
     Dagster's in-process API keeps each output value in a dict (for `output_for_node`): a whole build
     held every stage's value at once, 1.5 GB as pickles on the mirror, on top of the step running.
@@ -72,6 +88,7 @@ def run_in_process(job_def: dg.JobDefinition, options: dict):
 
     selection = options["asset_selection"]
     ephemeral = job_def.as_ephemeral_job(resource_defs={}, input_values={}, asset_selection=selection)
+    ephemeral = ephemeral.with_executor_def(in_process_steps_configured(steps_at_once))
     run_config, instance = options["run_config"], options["instance"]
     tags = merge_run_tags(job_def, None, options["tags"], selection, instance, run_config)
     return core_execute_in_process(

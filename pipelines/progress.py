@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -135,6 +136,7 @@ class Progress:
     def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
         self.stream, self.tty, self.partitions = stream, tty, partitions
         self.started: set[str] = set()  # stages with a line pending
+        self.pending: dict[str, str] = {}  # stage -> what its pending line shows (steps run side by side)
         self.step_started: dict[str, float] = {}
         self.busy: dict[str, float] = {}  # stage -> seconds its finished steps took
         self.metadata: dict[str, dict] = {}
@@ -194,18 +196,28 @@ class Progress:
         return ", ".join(p for p in parts if p)
 
     def _pending(self, stage: str, what: str) -> None:
+        self.pending[stage] = what
         if self.tty:
-            self.stream.write(f"\r\033[K  {stage} {what}")
-            self.stream.flush()
+            self._redraw()
         elif what == "…":
             self._line(f"  {stage} started")
+
+    def _redraw(self) -> None:
+        """The running stages on one line, rewritten in place: cut to the terminal's width, as a wrapped line
+        could not be rewritten."""
+        text = "  " + " · ".join(f"{stage} {what}" for stage, what in self.pending.items())
+        self.stream.write("\r\033[K" + text[: shutil.get_terminal_size().columns - 1])
+        self.stream.flush()
 
     def _end(self, stage: str, mark: str, text: str) -> None:
         """The stage's line, with the seconds its steps took (in one process, two sharded stages' steps
         interleave: the time since its first step began would count the other's)."""
         self.started.discard(stage)
+        self.pending.pop(stage, None)
         elapsed = self.busy.pop(stage, 0.0)
         self._line(f"{mark} {stage}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)
+        if self.tty and self.pending:
+            self._redraw()
 
     def _line(self, text: str, rewrite: bool = False) -> None:
         self.stream.write(("\r\033[K" if rewrite else "") + text + "\n")

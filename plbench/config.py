@@ -102,6 +102,10 @@ class BuildConfig:
     # the CLI runs), "multiprocess", "celery" (workers on the broker `celery_broker`, e.g. Redis), "k8s"
     # (one Kubernetes job per step; the cluster settings go in the run config). Never part of a release.
     executor: str = "in_process"
+    # Steps the in_process executor runs at a time, each on a thread (PLBENCH_STEPS_AT_ONCE; pipelines/step_threads.py).
+    # A stage keeps this machine's 2 cores busy only part of the time; with 2 the four-subset mirror build took
+    # 229.7 s, not 256.4 s (bench/rebuild_time.py). 1: one step after another. Never part of a release.
+    steps_at_once: int = 2
     celery_broker: str | None = None
     # Task shards of MBPP's test-case extraction and of replay (PLBENCH_TASK_SHARDS): each shard is a step of its
     # own, which the workers of a multiprocess, celery or Kubernetes executor run side by side. 0, the default:
@@ -145,6 +149,7 @@ class BuildConfig:
             "ile_proposer": env.get("PLBENCH_ILE_PROPOSER") or "deterministic",
             "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
             "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
+            "steps_at_once": int(env.get("PLBENCH_STEPS_AT_ONCE") or 2),
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
             "task_shards": int(env.get("PLBENCH_TASK_SHARDS") or 0),
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),

@@ -159,6 +159,24 @@ def test_a_partitioned_stage_shows_a_bar_of_its_databases_on_a_terminal_only():
     assert piped.splitlines()[0] == "  normalized_databases_oracle started"
 
 
+def test_stages_running_side_by_side_share_the_pending_line_and_each_ends_on_its_own_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the terminal's width (shutil.get_terminal_size)
+    stream = io.StringIO()
+    progress = Progress(stream, tty=True, partitions=2)
+    progress.on_event(_event("STEP_START"))
+    progress.on_event(SimpleNamespace(event_type_value="STEP_START", step_key="mbpp_test_cases"))
+    progress.on_event(_event("ASSET_MATERIALIZATION", "spider1.a"))
+    assert stream.getvalue().endswith(
+        "\r\033[K  normalized_databases_oracle [############------------] 1/2 databases · mbpp_test_cases …"
+    )
+    progress.on_event(SimpleNamespace(event_type_value="STEP_SUCCESS", step_key="mbpp_test_cases"))
+    ended = stream.getvalue().split("✓ mbpp_test_cases: ")[1]
+    assert re.fullmatch(r"[0-9.]+ s\n\r\033\[K  normalized_databases_oracle \[#+-+\] 1/2 databases", ended)
+    monkeypatch.setenv("COLUMNS", "20")  # a line wider than the terminal would wrap, and could not be rewritten
+    progress.on_event(SimpleNamespace(event_type_value="STEP_START", step_key="mbpp_signatures"))
+    assert stream.getvalue().endswith("\r\033[K  normalized_databa")  # 19 characters
+
+
 def test_without_a_spider_subset_the_database_stages_are_not_outdated_and_stored_stages_are_fresh(tmp_path, instance):
     config = _config(tmp_path)
     assert execute(config, MBPP_ONLY, instance=instance).success

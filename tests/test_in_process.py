@@ -120,11 +120,13 @@ def test_an_in_process_build_run_collects_less_often_and_restores_the_thresholds
     from plbench.config import BuildConfig
 
     seen = []
-    monkeypatch.setattr(executors, "run_in_process", lambda job, options: seen.append(gc.get_threshold()) or "ran")
+    monkeypatch.setattr(
+        executors, "run_in_process", lambda job, options, steps: seen.append((gc.get_threshold(), steps))
+    )
     before = gc.get_threshold()
     with dg.instance_for_test() as instance:
-        assert cli._run(BuildConfig(cache_dir=tmp_path), [["mbpp_raw"]], instance, cli.REBUILD_JOB, {}) == "ran"
-    assert seen == [BUILD_THRESHOLDS] and gc.get_threshold() == before != BUILD_THRESHOLDS
+        cli._run(BuildConfig(cache_dir=tmp_path, steps_at_once=3), [["mbpp_raw"]], instance, cli.REBUILD_JOB, {})
+    assert seen == [(BUILD_THRESHOLDS, 3)] and gc.get_threshold() == before != BUILD_THRESHOLDS
 
 
 def test_the_thresholds_come_back_when_the_run_raises():
