@@ -2,14 +2,20 @@
 changed, and single-stage reruns, against same-run baselines.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/rebuild_time.py [--subsets mbpp,mbpp_plus]
+        [--baseline-steps-at-once 1]
 
 Runs the real job in-process against a throw-away Dagster instance and release folder (the
-PostgreSQL server is started or reused as in a normal build):
+PostgreSQL server is started or reused as in a normal build), `steps_at_once` steps at a time (the
+settings'; pipelines/step_threads.py):
+0. with `--baseline-steps-at-once N`: a full rebuild from nothing with N steps at a time, in a cache of its own
+   (PostgreSQL server, read sources, verdicts, stored values), which is removed after: a baseline measured in
+   the same run, as this machine's run-to-run spread (±15 s) is larger than what most changes save;
 1. baseline: a run of `mbpp_raw` alone, what any run costs before its stages do anything;
 2. the full rebuild, every stage, with each stage's seconds (Dagster's step times), the CPU
    seconds and the peak resident memory while it ran (sampled every 0.2 s with psutil) of this
    process and of its tree: its descendants and the PostgreSQL server it uses with that server's
-   backends; then the largest stored stage values;
+   backends (with steps side by side, a stage's figures count the stage running beside it too); then
+   the largest stored stage values;
 3. `plbench build` again with nothing changed (pipelines/freshness.py: nothing should run);
 4. reruns of `replay_validation_postgres` and of `normalized_databases_oracle` (every database)
    from the stored upstream values;
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import resource
+import shutil
 import tempfile
 import threading
 import time
@@ -136,13 +143,47 @@ def stored_sizes(storage: Path, top: int = 8) -> list[tuple[int, str]]:
     return sorted(sizes, reverse=True)[:top]
 
 
+def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int) -> float:
+    """A full rebuild from nothing, in a cache of its own under `root` (its own PostgreSQL server, read sources,
+    verdicts, stored values), as on a fresh checkout: a baseline measured in the same run as the other."""
+    cache = root / f"cold-{steps_at_once}"
+    config = BuildConfig.from_env(
+        out_dir=cache / "releases", cache_dir=cache, subsets=subsets, steps_at_once=steps_at_once
+    )
+    sampler = MemorySampler(config.pg_data_dir)
+    sampler.start()
+    (cache / "dagster").mkdir(parents=True)
+    with dg.DagsterInstance.local_temp(str(cache / "dagster"), overrides={"telemetry": {"enabled": False}}) as instance:
+        label = f"full rebuild, {steps_at_once} step(s) at once"
+        wall = timed(label, lambda: execute(config, instance=instance), instance, sampler)
+    sampler.stopped.set()
+    _stop_server(config)
+    shutil.rmtree(cache)
+    return wall
+
+
+def _stop_server(config: BuildConfig) -> None:
+    """Stop the rebuild's own PostgreSQL server (builds leave theirs running, for the next one)."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "stop", "-m", "fast"], pgdata=config.pg_data_dir)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subsets", help="comma-separated subsets (default: all)")
+    parser.add_argument(
+        "--baseline-steps-at-once",
+        type=int,
+        action="append",
+        default=[],
+        help="first, a full rebuild from nothing with this many steps at once (repeatable)",
+    )
     args = parser.parse_args()
     subsets = tuple(args.subsets.split(",")) if args.subsets else None
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        baselines = {n: cold_rebuild(root, subsets, n) for n in args.baseline_steps_at_once}
         config = BuildConfig.from_env(out_dir=root / "releases", subsets=subsets)
         sampler = MemorySampler(config.pg_data_dir)
         sampler.start()
@@ -152,7 +193,8 @@ def main() -> None:
             "baseline: mbpp_raw alone", lambda: execute(config, [["mbpp_raw"]], instance), instance, sampler
         )
         began = time.time()
-        full = timed("full rebuild", lambda: execute(config, instance=instance), instance, sampler)
+        label = f"full rebuild, {config.steps_at_once} step(s) at once"
+        full = timed(label, lambda: execute(config, instance=instance), instance, sampler)
         full_peak, full_cpu = sampler.peak_between(began, time.time()), sampler.cpu_between(began, time.time())
         largest = stored_sizes(config.storage_dir)
         print("  largest stored values:", ", ".join(f"{n} {b / 2**20:.0f} MB" for b, n in largest))
@@ -177,6 +219,8 @@ def main() -> None:
         f"baseline run {baseline:.1f} s; after a fix to the replay {fixed:.1f} s "
         f"(its stage alone {alone['replay_validation_postgres']:.1f} s)"
     )
+    for steps_at_once, wall in baselines.items():
+        print(f"full rebuild from nothing with {steps_at_once} step(s) at once: {wall:.1f} s")
     own, tree = (b / 2**30 for b in full_peak)
     print(
         f"peak resident memory of the full rebuild (sampled every 0.2 s): this process {own:.2f} GB, "
