@@ -14,8 +14,9 @@ settings'; pipelines/step_threads.py):
 2. the full rebuild, every stage, with each stage's seconds (Dagster's step times), the CPU
    seconds and the peak resident memory while it ran (sampled every 0.2 s with psutil) of this
    process and of its tree: its descendants and the PostgreSQL server it uses with that server's
-   backends (with steps side by side, a stage's figures count the stage running beside it too); then
-   the largest stored stage values;
+   backends (with steps side by side, a stage's figures count the stage running beside it too), and when
+   its first step began and its last ended (seconds after the run's first step began); then the largest
+   stored stage values;
 3. `plbench build` again with nothing changed (pipelines/freshness.py: nothing should run);
 4. reruns of `replay_validation_postgres` and of `normalized_databases_oracle` (every database)
    from the stored upstream values;
@@ -107,11 +108,16 @@ def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler)
         # a task-sharded stage's steps together; in one process they interleave with other stages' steps
         steps = instance.get_run_step_stats(result.run_id)
         stages, seconds = stage_intervals(steps), seconds_by_stage(steps)
+        began = min((begin for spans in stages.values() for begin, _ in spans), default=0.0)
         for stage, spans in sorted(stages.items(), key=lambda kv: -seconds[kv[0]]):
             cpu = sum(sampler.cpu_between(begin, end) for begin, end in spans)
             peaks = [sampler.peak_between(begin, end) for begin, end in spans]
             own, tree = max(own for own, _ in peaks) / 2**30, max(tree for _, tree in peaks) / 2**30
-            print(f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)")
+            first, last = min(b for b, _ in spans) - began, max(e for _, e in spans) - began
+            print(
+                f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)"
+                f"  +{first:.0f}–{last:.0f} s"
+            )
     return wall
 
 
@@ -163,10 +169,13 @@ def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int
 
 
 def _stop_server(config: BuildConfig) -> None:
-    """Stop the rebuild's own PostgreSQL server (builds leave theirs running, for the next one)."""
+    """Stop the rebuild's own PostgreSQL server (builds leave theirs running, for the next one), as the user
+    pgserver runs it as."""
+    import pgserver
     from pgserver._commands import pg_ctl
 
-    pg_ctl(["-w", "stop", "-m", "fast"], pgdata=config.pg_data_dir)
+    server = pgserver.get_server(str(config.pg_data_dir), cleanup_mode=None)  # the one this process started
+    pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
 
 
 def main() -> None:
