@@ -2,14 +2,11 @@
 changed, and single-stage reruns, against same-run baselines.
 
     PLBENCH_RAW_DIR=../shared/raw_sources python bench/rebuild_time.py [--subsets mbpp,mbpp_plus]
-        [--baseline-steps-at-once 1]
+        [--compare-steps-at-once 1,2,1,2]
 
 Runs the real job in-process against a throw-away Dagster instance and release folder (the
 PostgreSQL server is started or reused as in a normal build), `steps_at_once` steps at a time (the
 settings'; pipelines/step_threads.py):
-0. with `--baseline-steps-at-once N`: a full rebuild from nothing with N steps at a time, in a cache of its own
-   (PostgreSQL server, read sources, verdicts, stored values), which is removed after: a baseline measured in
-   the same run, as this machine's run-to-run spread (±15 s) is larger than what most changes save;
 1. baseline: a run of `mbpp_raw` alone, what any run costs before its stages do anything;
 2. the full rebuild, every stage, with each stage's seconds (Dagster's step times), the CPU
    seconds and the peak resident memory while it ran (sampled every 0.2 s with psutil) of this
@@ -23,6 +20,10 @@ settings'; pipelines/step_threads.py):
 5. `plbench build` after replay's value was recorded as made by other code, as after a fix that changes no
    output: it must run the replay alone (what follows it waits on its value: pipelines/freshness.py), so
    its baseline is step 4's replay rerun.
+With `--compare-steps-at-once`, only full rebuilds from nothing, each in a fresh interpreter (`plbench build`)
+with a cache, folders, PostgreSQL server and Dagster instance of its own, one per value given, in that order:
+a baseline measured in the same run, as this machine's run-to-run spread (±15 s) is larger than what most
+changes save, and two builds in one process would not start alike.
 Goals (issue 12): full ≤ 240 s, no-op ≤ 30 s, one stage ≤ 20 s, Oracle emission ≤ 20 s, peak ≤ 2 GB.
 """
 
@@ -30,8 +31,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -44,6 +49,7 @@ from dagster._core.definitions.data_version import CODE_VERSION_TAG
 from pipelines.cli import build, execute, report
 from pipelines.stages import seconds_by_stage, stage_intervals
 from plbench.config import BuildConfig
+from plbench.paths import project_root
 
 
 class MemorySampler(threading.Thread):
@@ -149,50 +155,68 @@ def stored_sizes(storage: Path, top: int = 8) -> list[tuple[int, str]]:
     return sorted(sizes, reverse=True)[:top]
 
 
-def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int) -> float:
-    """A full rebuild from nothing, in a cache of its own under `root` (its own PostgreSQL server, read sources,
-    verdicts, stored values), as on a fresh checkout: a baseline measured in the same run as the other."""
-    cache = root / f"cold-{steps_at_once}"
-    config = BuildConfig.from_env(
-        out_dir=cache / "releases", cache_dir=cache, subsets=subsets, steps_at_once=steps_at_once
-    )
-    sampler = MemorySampler(config.pg_data_dir)
+def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int, n: int) -> tuple[float, int]:
+    """(wall seconds, peak resident bytes of its tree) of `plbench build` from nothing in a fresh interpreter, with
+    a cache, folders, PostgreSQL server and Dagster instance of its own, as on a fresh checkout."""
+    home = root / f"cold-{n}"
+    settings = {name: str(home / name) for name in ("cache_dir", "out_dir", "normalized_dir", "validation_dir")}
+    settings |= {"steps_at_once": steps_at_once, **({"subsets": list(subsets)} if subsets else {})}
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps(settings))
+    env = dict(os.environ, PLBENCH_SETTINGS=str(home / "settings.json"), DAGSTER_HOME=str(home / "dagster"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project_root()), env.get("PYTHONPATH")]))
+    sampler = MemorySampler(home / "cache_dir" / "pgserver")
     sampler.start()
-    (cache / "dagster").mkdir(parents=True)
-    with dg.DagsterInstance.local_temp(str(cache / "dagster"), overrides={"telemetry": {"enabled": False}}) as instance:
-        label = f"full rebuild, {steps_at_once} step(s) at once"
-        wall = timed(label, lambda: execute(config, instance=instance), instance, sampler)
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", BUILD], env=env, check=True, cwd=project_root())
+    wall = time.perf_counter() - began
     sampler.stopped.set()
-    _stop_server(config)
-    shutil.rmtree(cache)
-    return wall
+    peak = max((tree for _, _, tree, _ in sampler.samples), default=0)
+    _stop_server(home / "cache_dir" / "pgserver")
+    shutil.rmtree(home)
+    return wall, peak
 
 
-def _stop_server(config: BuildConfig) -> None:
-    """Stop the rebuild's own PostgreSQL server (builds leave theirs running, for the next one), as the user
-    pgserver runs it as."""
+BUILD = "from pipelines.cli import main; raise SystemExit(main(['build', '--quiet']))"
+
+
+def _stop_server(data_dir: Path) -> None:
+    """Stop a build's PostgreSQL server (builds leave theirs running, for the next one), as pgserver's user."""
     import pgserver
     from pgserver._commands import pg_ctl
 
-    server = pgserver.get_server(str(config.pg_data_dir), cleanup_mode=None)  # the one this process started
+    server = pgserver.get_server(str(data_dir), cleanup_mode=None)
     pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
+
+
+def compare(subsets: tuple[str, ...] | None, settings: list[int]) -> None:
+    """Cold full rebuilds, one per entry of `settings` (steps at once), in that order: alternate them (1,2,1,2) so
+    the machine's drift falls on both."""
+    walls: dict[int, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, steps_at_once in enumerate(settings):
+            wall, peak = cold_rebuild(Path(tmp), subsets, steps_at_once, n)
+            walls.setdefault(steps_at_once, []).append(wall)
+            print(
+                f"full rebuild from nothing, {steps_at_once} step(s) at once: {wall:.1f} s, peak {peak / 2**30:.2f} GB"
+            )
+    for steps_at_once, seconds in walls.items():
+        print(f"{steps_at_once} step(s) at once: " + ", ".join(f"{w:.1f}" for w in seconds) + " s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subsets", help="comma-separated subsets (default: all)")
     parser.add_argument(
-        "--baseline-steps-at-once",
-        type=int,
-        action="append",
-        default=[],
-        help="first, a full rebuild from nothing with this many steps at once (repeatable)",
+        "--compare-steps-at-once",
+        help="instead: cold full rebuilds, each in a fresh interpreter, with these steps at once, e.g. 1,2,1,2",
     )
     args = parser.parse_args()
     subsets = tuple(args.subsets.split(",")) if args.subsets else None
+    if args.compare_steps_at_once:
+        return compare(subsets, [int(n) for n in args.compare_steps_at_once.split(",")])
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        baselines = {n: cold_rebuild(root, subsets, n) for n in args.baseline_steps_at_once}
         config = BuildConfig.from_env(out_dir=root / "releases", subsets=subsets)
         sampler = MemorySampler(config.pg_data_dir)
         sampler.start()
@@ -228,8 +252,6 @@ def main() -> None:
         f"baseline run {baseline:.1f} s; after a fix to the replay {fixed:.1f} s "
         f"(its stage alone {alone['replay_validation_postgres']:.1f} s)"
     )
-    for steps_at_once, wall in baselines.items():
-        print(f"full rebuild from nothing with {steps_at_once} step(s) at once: {wall:.1f} s")
     own, tree = (b / 2**30 for b in full_peak)
     print(
         f"peak resident memory of the full rebuild (sampled every 0.2 s): this process {own:.2f} GB, "
