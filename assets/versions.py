@@ -53,7 +53,7 @@ def content_versioned(compute):
 RELEASE_SETTINGS = ("version", "out_dir", "validation_dir")
 # Settings that say how a run executes, not what it makes (the same release comes out under any of them: the
 # celery test compares it byte for byte), so `--workers 4` or a celery run reuses what an in-process build stored.
-EXECUTION_SETTINGS = ("workers", "procedure_workers", "executor", "celery_broker", "task_shards")
+EXECUTION_SETTINGS = ("workers", "procedure_workers", "executor", "steps_at_once", "celery_broker", "task_shards")
 
 
 def config_digest(config, names_release: bool, subsets: frozenset[str]) -> str:

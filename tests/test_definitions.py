@@ -191,7 +191,7 @@ FOUR = ("mbpp", "mbpp_plus", "spider_plsql", "spider2")
 
 
 def test_how_a_run_executes_is_no_part_of_any_code_version():
-    executed = {"workers": 7, "procedure_workers": 5, "task_shards": 3}
+    executed = {"workers": 7, "procedure_workers": 5, "task_shards": 3, "steps_at_once": 1}
     on_celery = {"executor": "celery", "celery_broker": "redis://127.0.0.1:9/0"}
     assert _versions(subsets=FOUR, **executed, **on_celery) == _versions(subsets=FOUR)
     assert _versions(subsets=FOUR, statement_timeout_s=5.0) != _versions(subsets=FOUR)  # that one grades
