@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 
 import sqlglot
@@ -22,14 +23,24 @@ def sqlite_plan(conn: sqlite3.Connection, sql: str) -> list[str] | None:
         return None
 
 
-def parse(sql: str) -> exp.Expression:
+@functools.lru_cache(maxsize=256)
+def _parsed(sql: str) -> list[exp.Expression | None] | sqlglot.errors.SqlglotError:
+    """sqlglot's statements of a SQLite query, or its error. A gold query is transpiled for both dialects and
+    its order read as well, one after the other: parsed once, each use takes a copy (`parse`) or only reads."""
     try:
-        trees = sqlglot.parse(sql, read="sqlite")
+        return sqlglot.parse(sql, read="sqlite")
     except sqlglot.errors.SqlglotError as exc:
-        raise TranspileError(f"sqlglot cannot parse the SQLite query: {str(exc)[:200]}") from exc
+        return exc
+
+
+def parse(sql: str) -> exp.Expression:
+    """The query's one statement, a tree of its own (the rules rewrite it)."""
+    trees = _parsed(sql)
+    if isinstance(trees, sqlglot.errors.SqlglotError):
+        raise TranspileError(f"sqlglot cannot parse the SQLite query: {str(trees)[:200]}") from trees
     if len(trees) != 1 or trees[0] is None:
         raise TranspileError(f"expected one statement, got {len(trees)}")
-    return trees[0]
+    return trees[0].copy()
 
 
 def render(tree: exp.Expression, target: str) -> str:
@@ -72,8 +83,7 @@ def oracle_names(db: NormalizedDatabase) -> NormalizedDatabase:
 
 def has_outer_order(sql: str) -> bool:
     """Whether the outermost statement sorts its result (then row order is part of the answer)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except sqlglot.errors.SqlglotError:
+    trees = _parsed(sql)
+    if isinstance(trees, sqlglot.errors.SqlglotError) or not trees or trees[0] is None:
         return False
-    return tree is not None and tree.args.get("order") is not None
+    return trees[0].args.get("order") is not None  # the first statement, as sqlglot.parse_one reads it
