@@ -7,6 +7,7 @@ import dagster as dg
 from assets.sharded import shard_outputs
 from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
+from pipelines.step_threads import PYTHON_STEP_TAG
 from pipelines.storage import drop_step_outputs
 from plbench.config import DIALECT_NAMES, BuildConfig
 from plbench.mbpp.stages import (
@@ -116,7 +117,12 @@ def mbpp_test_cases(mbpp_raw: Ingested | None, mbpp_plus_raw: Ingested | None) -
     return _merge_test_cases(mbpp_raw, mbpp_plus_raw, shards)
 
 
-@dg.asset(group_name=GROUP, kinds={"python"}, description="One signature per task, consistent across its test cases.")
+@dg.asset(
+    group_name=GROUP,
+    kinds={"python"},
+    op_tags=PYTHON_STEP_TAG,
+    description="One signature per task, consistent across its test cases.",
+)
 @content_versioned
 def mbpp_signatures(
     context: dg.AssetExecutionContext,
@@ -132,6 +138,7 @@ def mbpp_signatures(
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
+    op_tags=PYTHON_STEP_TAG,
     description="Tasks a constant candidate passes (every case expects one output) get generated inputs, "
     "outputs from the sandboxed reference, or are rejected (constant_result).",
 )
@@ -153,6 +160,7 @@ def mbpp_augmented(
 @dg.asset(
     group_name=GROUP,
     kinds={"python"},
+    op_tags=PYTHON_STEP_TAG,
     description="Prompt, scaffold, setup DDL (collection and object types, once per element type), "
     "test block and test cases per task and dialect.",
 )

@@ -15,6 +15,7 @@ from assets.spider import normalization_report, normalized_assets
 from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.progress import stage_progress
 from pipelines.resources import EnginesResource
+from pipelines.step_threads import PYTHON_STEP_TAG
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.procedures.stages import ProcedureSeeds, build_seeds
 from plbench.procedures.summary import MIN_KILL_RATE, below_floor, summarize
@@ -31,6 +32,7 @@ TASKS = SUBSET.tasks_asset
     kinds={"postgres"},
     ins={"reports_postgres": dg.AssetIn(key=normalized_assets["postgres"].key)},
     deps=[normalization_report],
+    op_tags=PYTHON_STEP_TAG,
     description="Procedural seeds: every identical Spider 1.0 gold query (train and dev) lifted into typed "
     "para_ parameters by each archetype, each with a call suite from the database's own values, checked "
     "deterministic (two runs and a shuffled copy) and scored by its mutants; rejections with reasons.",

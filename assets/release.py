@@ -17,6 +17,7 @@ import dagster as dg
 from assets.versions import content_versioned, reads_selection
 from pipelines.resources import EnginesResource
 from pipelines.stages import seconds_by_stage
+from pipelines.step_threads import PYTHON_STEP_TAG
 from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
 from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
@@ -94,6 +95,7 @@ def quality_suites(release_tables: PreparedRelease) -> dg.AssetCheckResult:
     group_name=GROUP,
     kinds={"parquet"},
     deps=["validation_reports"],  # written first, so a release always has its validation reports
+    op_tags=PYTHON_STEP_TAG,
     description="`releases/<version>/`: the release tables as Parquet, `manifest.json`, `README.md`.",
 )
 @content_versioned

@@ -16,6 +16,7 @@ import dagster as dg
 
 from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.resources import EnginesResource
+from pipelines.step_threads import PYTHON_STEP_TAG
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.content_digest import content_digest
 from plbench.dialects import DIALECTS
@@ -195,6 +196,7 @@ def _by_dialect(reports_oracle: dict, reports_postgres: dict) -> dict[str, dict[
     group_name=GROUP,
     kinds={"python"},
     ins=_reports_ins(),
+    op_tags=PYTHON_STEP_TAG,
     description="Every selected database's reports in both dialects: the manifest's normalization "
     "section and the rows of databases.parquet.",
 )
@@ -262,6 +264,7 @@ def _tasks_metadata(tasks: SpiderTasks) -> dict:
     kinds={"postgres"},
     ins=_reports_ins(),
     deps=[normalization_report],
+    op_tags=PYTHON_STEP_TAG,
     description="Spider-PLSQL: a task per Spider 1.0 dev question and dialect whose reference block "
     "reproduces the gold output on PostgreSQL.",
     metadata=reads_selection("spider_plsql"),
@@ -297,6 +300,7 @@ def spider_plsql_tasks(
     kinds={"postgres"},
     ins=_reports_ins(),
     deps=[normalization_report],
+    op_tags=PYTHON_STEP_TAG,
     description="Spider 2.0-Lite task records for the questions with gold SQL: the gold transpiled to both "
     "dialects, tables/columns required, the official result; gold run on the sample rows.",
 )

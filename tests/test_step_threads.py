@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from pipelines.executors import EXECUTORS, run_in_process
-from pipelines.step_threads import StepThreadsExecutor
+from pipelines.step_threads import PYTHON_STEP_TAG, StepThreadsExecutor
 from plbench.config import BuildConfig
 
 ENDS = ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED")
@@ -27,16 +27,16 @@ def _run(assets: list, steps_at_once: int, raise_on_error: bool = False, tmp_pat
         return result, steps, tmp_path / "storage"
 
 
-def _meeting(timeout: float) -> list:
+def _meeting(timeout: float, left_tags: dict | None = None, right_tags: dict | None = None) -> list:
     """Two independent assets that each wait for the other to be running, and one reading both."""
     barrier = threading.Barrier(2, timeout=timeout)
 
-    @dg.asset
+    @dg.asset(op_tags=left_tags)
     def left() -> str:
         barrier.wait()
         return threading.current_thread().name
 
-    @dg.asset
+    @dg.asset(op_tags=right_tags)
     def right() -> str:
         barrier.wait()
         return threading.current_thread().name
@@ -60,6 +60,14 @@ def test_one_step_at_a_time_runs_them_one_after_the_other(tmp_path):
     # the first waits alone for the second, which cannot start before it ends: neither meets the other
     assert not result.success
     assert steps == {"left": "STEP_FAILURE", "right": "STEP_FAILURE"}
+
+
+def test_two_steps_working_in_this_process_python_run_one_after_the_other_but_beside_other_steps(tmp_path):
+    both = _meeting(timeout=0.5, left_tags=PYTHON_STEP_TAG, right_tags=PYTHON_STEP_TAG)
+    result, steps, _ = _run(both, steps_at_once=2, tmp_path=tmp_path)
+    assert not result.success and steps == {"left": "STEP_FAILURE", "right": "STEP_FAILURE"}  # never met
+    one = _meeting(timeout=30, left_tags=PYTHON_STEP_TAG)
+    assert _run(one, steps_at_once=2, tmp_path=tmp_path)[0].success
 
 
 def test_a_failing_step_stops_what_depends_on_it_and_the_other_step_still_ends(tmp_path):
