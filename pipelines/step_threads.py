@@ -3,8 +3,9 @@
 Why: a build is a chain of stages, each of which keeps the cores busy only part of the time: a stage that is
 Python in this process (the Spider tasks, the release's quality suites) leaves the second core idle, and one
 whose work is in other processes (the database pools, the sandbox, PostgreSQL, the grammar's Node) waits
-on them. Two steps at once fill that. The four-subset mirror build (bench/rebuild_time.py) took 229.7 s
-instead of 256.4 s, at the same peak memory (1.75 GB with the PostgreSQL server, 1.71 before).
+on them. Two steps at once fill part of that: four-subset mirror builds from nothing, alternating in one run
+(bench/rebuild_time.py --compare-steps-at-once 2,1,2,1), took 242.6 and 226.7 s with two against 254.5 and
+251.6 s with one, at a peak of 1.77-1.78 GB with the PostgreSQL server (1.70-1.78 GB).
 
 Steps share the process, its resources and the stored values, as in Dagster's executor; only the loop
 that runs them differs. Dagster's (`inner_plan_execution_iterator`; dagster is pinned) runs one step at a time

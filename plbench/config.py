@@ -103,8 +103,9 @@ class BuildConfig:
     # (one Kubernetes job per step; the cluster settings go in the run config). Never part of a release.
     executor: str = "in_process"
     # Steps the in_process executor runs at a time, each on a thread (PLBENCH_STEPS_AT_ONCE; pipelines/step_threads.py).
-    # A stage keeps this machine's 2 cores busy only part of the time; with 2 the four-subset mirror build took
-    # 229.7 s, not 256.4 s (bench/rebuild_time.py). 1: one step after another. Never part of a release.
+    # A stage keeps this machine's 2 cores busy only part of the time; with 2, four-subset mirror builds from
+    # nothing took 242.6 and 226.7 s, against 254.5 and 251.6 s with 1, one step after another (bench/rebuild_time.py
+    # --compare-steps-at-once 2,1,2,1). Never part of a release.
     steps_at_once: int = 2
     celery_broker: str | None = None
     # Task shards of MBPP's test-case extraction and of replay (PLBENCH_TASK_SHARDS): each shard is a step of its
