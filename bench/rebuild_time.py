@@ -165,14 +165,15 @@ def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int
     (home / "settings.json").write_text(json.dumps(settings))
     env = dict(os.environ, PLBENCH_SETTINGS=str(home / "settings.json"), DAGSTER_HOME=str(home / "dagster"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project_root()), env.get("PYTHONPATH")]))
-    sampler = MemorySampler(home / "cache_dir" / "pgserver")
+    data_dir = BuildConfig(cache_dir=home / "cache_dir").pg_data_dir  # the server the build starts
+    sampler = MemorySampler(data_dir)
     sampler.start()
     began = time.perf_counter()
     subprocess.run([sys.executable, "-c", BUILD], env=env, check=True, cwd=project_root())
     wall = time.perf_counter() - began
     sampler.stopped.set()
     peak = max((tree for _, _, tree, _ in sampler.samples), default=0)
-    _stop_server(home / "cache_dir" / "pgserver")
+    _stop_server(data_dir)
     shutil.rmtree(home)
     return wall, peak
 

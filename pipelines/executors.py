@@ -32,7 +32,9 @@ def _k8s(config: BuildConfig) -> dg.ExecutorDefinition:
 
 @dg.executor(
     name="in_process_steps",
-    config_schema={"steps_at_once": dg.Field(int, default_value=2, description="steps running at a time")},
+    config_schema={
+        "steps_at_once": dg.Field(int, default_value=BuildConfig.steps_at_once, description="steps running at a time")
+    },
 )
 def in_process_steps(init_context) -> StepThreadsExecutor:
     """Every step in the run's process, up to `steps_at_once` at a time, each on a thread."""

@@ -135,7 +135,6 @@ class Progress:
 
     def __init__(self, stream: TextIO, tty: bool, partitions: int = 0):
         self.stream, self.tty, self.partitions = stream, tty, partitions
-        self.started: set[str] = set()  # stages with a line pending
         self.pending: dict[str, str] = {}  # stage -> what its pending line shows (steps run side by side)
         self.step_started: dict[str, float] = {}
         self.busy: dict[str, float] = {}  # stage -> seconds its finished steps took
@@ -153,8 +152,7 @@ class Progress:
             self.busy[stage] = self.busy.get(stage, 0.0) + now - self.step_started.pop(step, now)
         if kind == "STEP_START":
             self.step_started[step] = now
-            if stage not in self.started:
-                self.started.add(stage)
+            if stage not in self.pending:
                 self._pending(stage, "…")
         elif kind == "ASSET_MATERIALIZATION":
             materialization = event.event_specific_data.materialization
@@ -166,7 +164,7 @@ class Progress:
         elif kind == "ASSET_CHECK_EVALUATION":
             check = event.event_specific_data
             self.checks.setdefault(stage, []).append(f"{check.check_name} {'passed' if check.passed else 'FAILED'}")
-        elif kind == "STEP_SUCCESS" and is_shard_step(step) and stage in self.started:
+        elif kind == "STEP_SUCCESS" and is_shard_step(step) and stage in self.pending:
             done, total = self.shards.get(stage, (0, 0))
             self.shards[stage] = (done + 1, total)
             self._pending(stage, progress_bar(done + 1, total, "shards"))
@@ -180,7 +178,7 @@ class Progress:
         """A stage's own progress, while no partitions count it: the shards a sharded stage splits into, and
         the units of its one shard's step when there is only one."""
         found, stage = PROGRESS.fullmatch(message), step_stage(step)
-        if not found or stage not in self.started or stage in self.done_partitions:
+        if not found or stage not in self.pending or stage in self.done_partitions:
             return
         done, total, unit = int(found[1]), int(found[2]), found[3]
         if unit == "shards":
@@ -212,7 +210,6 @@ class Progress:
     def _end(self, stage: str, mark: str, text: str) -> None:
         """The stage's line, with the seconds its steps took (in one process, two sharded stages' steps
         interleave: the time since its first step began would count the other's)."""
-        self.started.discard(stage)
         self.pending.pop(stage, None)
         elapsed = self.busy.pop(stage, 0.0)
         self._line(f"{mark} {stage}: {text + ', ' if text else ''}{elapsed:.1f} s", rewrite=self.tty)

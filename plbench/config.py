@@ -150,7 +150,7 @@ class BuildConfig:
             "ile_proposer": env.get("PLBENCH_ILE_PROPOSER") or "deterministic",
             "ile_rounds": int(env["PLBENCH_ILE_ROUNDS"]) if env.get("PLBENCH_ILE_ROUNDS") else 2,
             "executor": env.get("PLBENCH_EXECUTOR") or "in_process",
-            "steps_at_once": int(env.get("PLBENCH_STEPS_AT_ONCE") or 2),
+            "steps_at_once": int(env.get("PLBENCH_STEPS_AT_ONCE") or cls.steps_at_once),
             "celery_broker": env.get("PLBENCH_CELERY_BROKER") or None,
             "task_shards": int(env.get("PLBENCH_TASK_SHARDS") or 0),
             "procedure_databases": int(env.get("PLBENCH_PROCEDURE_DATABASES") or PROCEDURE_DATABASES),

@@ -129,7 +129,8 @@ def test_the_in_process_executor_takes_steps_at_once_from_the_settings(monkeypat
     monkeypatch.setenv("PLBENCH_STEPS_AT_ONCE", "3")
     config = BuildConfig.from_env()
     assert config.steps_at_once == 3
-    executor = EXECUTORS["in_process"](config)
-    assert executor.name == "in_process_steps" and executor.executor_creation_fn is not None
+    executor = EXECUTORS["in_process"](config)  # what the jobs run on, UI runs too
+    assert executor.name == "in_process_steps"
+    assert executor.apply_config_mapping({}).value == {"config": {"steps_at_once": 3}}
     with pytest.raises(ValueError, match="steps_at_once must be 1 or more, not 0"):
         StepThreadsExecutor(0)
