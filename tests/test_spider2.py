@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import json
 import multiprocessing
 import threading
 from pathlib import Path
@@ -351,6 +352,10 @@ def test_task_records_reconcile_and_carry_the_gold_analysis(ingested, loaded):
     tasks = [t for report in loaded.values() for t in report.spider2_tasks]
     assert len(tasks) + len(inputs.rejections) == inputs.input_count == 4
     assert {(r.source_id, r.dialect) for r in built.rows} == {("bq001", "postgres"), ("local001", "postgres")}
+    # local001's reference loops over its gold, whose ORDER BY makes row order part of the answer
+    row = next(r for r in built.rows if r.source_id == "local001")
+    assert row.reference_code.startswith("DO ") and json.loads(row.comparison)["ordered"] is True
+    assert json.loads(row.test_cases)["ordered"] is True
     assert {(r.source_id, r.reason_code) for r in inputs.rejections} == {
         ("local002", "no_gold_sql"),
         ("sf001", "database_not_found"),

@@ -81,12 +81,15 @@ def _spider2_rows(task, pg: DatabaseReport, oracle: DatabaseReport | None) -> tu
         return [], [reject("gold_transpile_failed", task.transpile_error or "no PostgreSQL text")]
     if not task.reference_results:
         return [], [reject("no_reference_result", "no result file in exec_result.tar.gz (over 4 MiB upstream)")]
-    rows = [_spider2_row(task, "postgres", pg, *_spider2_reference(task, "postgres"))]
+    # Whether row order is part of the answer is the gold's, asked once: the reference may be a block
+    # looping over the gold, in which the gold's ORDER BY sits below what a parse of the block sees.
+    ordered = _gold_ordered(task.gold_postgres)
+    rows = [_spider2_row(task, "postgres", pg, ordered, *_spider2_reference(task, "postgres"))]
     if oracle is None or not task.oracle_parses:
         return rows, [
             reject("oracle_transpile_failed", task.transpile_error or "the Oracle text does not parse", "oracle")
         ]
-    return rows + [_spider2_row(task, "oracle", oracle, *_spider2_reference(task, "oracle"))], []
+    return rows + [_spider2_row(task, "oracle", oracle, ordered, *_spider2_reference(task, "oracle"))], []
 
 
 def _spider2_reference(task, dialect: str) -> tuple[str, tuple[str, ...]]:
@@ -113,11 +116,12 @@ def _prompt_schema(ddl: str, report: DatabaseReport) -> str:
     )
 
 
-def _spider2_row(task, dialect: str, db: DatabaseReport, gold: str, constructs: tuple[str, ...]) -> TaskRow:
+def _spider2_row(
+    task, dialect: str, db: DatabaseReport, ordered: bool, gold: str, constructs: tuple[str, ...]
+) -> TaskRow:
     question = task.question.strip()
     if task.external_knowledge:
         question += f"\n\nExternal knowledge ({task.external_knowledge_file}):\n{task.external_knowledge.strip()}"
-    ordered = _gold_ordered(gold, dialect)
     executed = (
         "not run"
         if task.executes_on_samples is None
@@ -180,9 +184,10 @@ def _required_in_target_names(task, db: DatabaseReport) -> dict:
     }
 
 
-def _gold_ordered(gold: str, dialect: str) -> bool:
+def _gold_ordered(gold: str) -> bool:
+    """Whether the gold's last statement sorts its result (its PostgreSQL text, which every kept question has)."""
     try:
-        trees = sqlglot.parse(gold, read=DIALECTS[dialect].sqlglot_name)
+        trees = sqlglot.parse(gold, read=DIALECTS["postgres"].sqlglot_name)
     except sqlglot.errors.SqlglotError:
         return False
     return bool(trees) and trees[-1] is not None and trees[-1].args.get("order") is not None
