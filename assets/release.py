@@ -22,7 +22,7 @@ from plbench.config import BuildConfig
 from plbench.grading.trivial import gate_parts
 from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
 from plbench.grading.verdict_cache import VerdictCache
-from plbench.quality import check_release, failed_suites
+from plbench.quality import check_release, failed_suites, warm_up
 from plbench.release import PreparedRelease, apply_crosscheck, prepare_release, publish
 from plbench.validation.crosscheck import CrosscheckReport
 from plbench.validation.metadata import metadata_accuracy
@@ -52,6 +52,7 @@ def release_tables_asset(subsets: tuple) -> dg.AssetsDefinition:
         with engines.open("postgres") as engine:  # each subset's trivial candidates on its released tasks
             cache = VerdictCache(build.cache_dir / VERDICTS_FILE, engine)
             parts = gate_parts(parts, {s.name: s for s in subsets}, engine, build.workers, cache)
+        warm_up()  # the quality suites' library loads while the grammar gate's Node processes parse
         prepared = prepare_release(build, parts)
         prepared.manifest["quality"] = check_release(prepared)
         prepared.manifest["metadata_accuracy"] = metadata_accuracy(prepared.tables["tasks.parquet"][0])

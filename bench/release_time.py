@@ -1,15 +1,16 @@
 """Wall time, CPU and peak memory of `release_tables` and `release`, phase by phase, rerun from the
 stage values an earlier build stored (`plbench build` once first).
 
-    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--profile FILE] [--cold]
+    PYTHONPATH=. python bench/release_time.py [--storage DIR] [--out DIR] [--profile FILE] [--cold] [--no-warm-up]
 
 Loads the values of every asset `release_tables` reads from the stage storage (default: this
 checkout's `.cache/dagster-storage`), then runs what the two assets run, as they run it, timing
 each phase: the subsets' release parts, the trivial-candidate gate (`gate_parts`, on this
 checkout's PostgreSQL, where the build loaded the databases; its verdict cache is what the build left),
 `prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left; with `--cold`
-both caches start empty, as in a first build), the
-quality suites, the metadata check, and `release`'s crosscheck statuses and write. CPU counts this process
+both caches start empty, as in a first build), the quality suites (GX loads on a thread during the grammar
+gate, as in `release_tables`, unless `--no-warm-up`), the metadata check, and `release`'s crosscheck statuses
+and write. CPU counts this process
 and its children (the grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process,
 and its tree with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
 drawn with fixed timings, so two runs over the same values write byte-identical releases).
@@ -34,7 +35,7 @@ from plbench.config import BuildConfig, NotConfigured
 from plbench.grading.trivial import gate_parts
 from plbench.grading.verdict_cache import FILE_NAME as VERDICTS_FILE
 from plbench.grading.verdict_cache import VerdictCache
-from plbench.quality import check_release
+from plbench.quality import check_release, warm_up
 from plbench.release import apply_crosscheck, prepare_release, publish
 from plbench.subsets import SUBSETS
 from plbench.validation.metadata import metadata_accuracy
@@ -87,6 +88,9 @@ def main() -> None:
         "--without-postgres", action="store_true", help="no trivial candidates run (the gate says why): the rest alone"
     )
     parser.add_argument("--cold", action="store_true", help="both gates' verdict caches start empty (a first build)")
+    parser.add_argument(
+        "--no-warm-up", action="store_true", help="GX loads when the quality suites start, not during the grammar gate"
+    )
     args = parser.parse_args()
     config = BuildConfig.from_env(out_dir=args.out.resolve() if args.out else None)
     storage = args.storage or config.storage_dir
@@ -117,6 +121,8 @@ def main() -> None:
                 parts = gate_parts(parts, SUBSETS, engines["postgres"], config.workers, cache)
             print(f"trivial verdicts: {cache.counts}")
         with phases.phase("prepare_release (grammar gate)"):
+            if not args.no_warm_up:
+                warm_up()  # as release_tables does
             prepared = prepare_release(config, parts)
     del parts
     with phases.phase("quality suites (check_release)"):

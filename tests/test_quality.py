@@ -7,6 +7,8 @@ import json
 import pytest
 
 from plbench.quality import (
+    _batch_definition,
+    _new_batch_definition,
     check_release,
     columns_read,
     expand_suite,
@@ -15,6 +17,7 @@ from plbench.quality import (
     load_suite,
     run_suite,
     selects,
+    warm_up,
     where_text,
 )
 from plbench.release import REJECTION_SCHEMA, PreparedRelease
@@ -448,3 +451,13 @@ def test_the_blocking_check_fails_on_a_failed_suite_and_names_the_failures(clean
     clean_copy = copy.deepcopy(clean)
     clean_copy.manifest["quality"] = check_release(clean_copy)
     assert quality_suites(clean_copy).passed is True
+
+
+def test_the_warm_up_thread_and_a_suite_starting_meanwhile_share_one_gx_context():
+    _new_batch_definition.cache_clear()
+    thread = warm_up()
+    built = _batch_definition()  # while the thread builds it: waits for that one
+    thread.join(60)
+    assert not thread.is_alive()
+    assert _new_batch_definition.cache_info().misses == 1
+    assert _batch_definition() is built
