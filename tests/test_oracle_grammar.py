@@ -98,6 +98,9 @@ BROKEN = {
 THREE = CORRECT["three_cases/test_block"]
 CONDENSED_BROKEN = {
     "bad literal in case 3": _once(THREE, "plb_num_tab(3)", "plb_num_tab(3,)"),
+    # case 3's expected value has case 1's shape until it is broken
+    "two numbers unseparated in case 3": _once(THREE, "plb_f8_tab(1.5d)", "plb_f8_tab(1.5d 2)"),
+    "quote left single in case 3": _once(THREE, "'it''s'", "'it's'"),
     "missing END IF in case 3": _once(THREE, "PLBENCH_CASE 3 FAIL');\n    END IF;\n", "PLBENCH_CASE 3 FAIL');\n"),
 }
 
@@ -146,7 +149,15 @@ def test_condensed_test_blocks_parse_and_keep_every_line_in_place(verdicts):
     condensed = condense(THREE)
     assert condensed != THREE and condensed.count("\n") == THREE.count("\n")
     assert condensed.count("PLBENCH_CASE") == 3 and "v_actual := f(plb_num_tab(3), 'it''s');" in condensed
+    # case 3's expected value is case 1's in shape (a number's digits, a string's text aside): parsed once
+    assert "plb_f8_tab(2.0d);" in condensed and "plb_f8_tab(1.5d);" not in condensed
     assert {k: v for k, v in verdicts.failed().items() if k.startswith("condensed ok:")} == {}
+
+
+def test_an_assignment_naming_a_quoted_name_is_never_taken_for_an_earlier_one():
+    """A quoted name may hold a quote, which the shape's literal scan would misread."""
+    quoted = THREE.replace(":= plb_f8_tab(", ':= "plb_f8_tab"(')
+    assert '"plb_f8_tab"(1.5d);' in condense(quoted) and "plb_f8_tab(1.5d);" not in condense(THREE)
 
 
 @pytest.mark.parametrize("name", sorted(CONDENSED_BROKEN))

@@ -15,6 +15,12 @@ around its expressions parses exactly when its two assignments do in the same pl
 keeps only its assignment lines (every other line blanked, so lines and columns stay those of
 the block as shipped); a case whose surrounding text differs stays whole. On MBPP+ blocks the
 surrounding text is about two thirds of the bytes (bench/oracle_grammar.py).
+
+An assignment of such a case is blanked too when an earlier case's same assignment has its shape: the same
+text once every string literal reads 'x' and every number's digits read 0. The parser sees a literal's kind,
+not its value, so the two are one sequence of tokens and parse alike; the one kept is the first, at its own
+place. Most MBPP+ cases differ only in their values (a block whose text has a q-quoted literal, which the
+shape does not read, keeps its assignments).
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ CASE_OPEN, CASE_CLOSE = "  BEGIN", "  END;"
 ASSIGNMENTS = ("    v_expected := ", "    v_actual := ")
 AFTER_ASSIGNMENTS = "    IF "
 _CASE_NUMBER = re.compile(r"PLBENCH_CASE \d+ ")
+_STRING = re.compile(r"'(?:[^']|'')*'")  # from outside a literal, with '' inside it
+_DIGITS = re.compile(r"\b\d+")  # a number's digit runs, not an identifier's (v_1)
+_Q_QUOTE = re.compile(r"(?<![\w$#])n?q'", re.IGNORECASE)
 
 
 def _code_starts(lines: list[str]) -> list[bool]:
@@ -69,10 +78,25 @@ def condense(text: str) -> str:
         return _CASE_NUMBER.sub("PLBENCH_CASE n ", "\n".join(lines[start:expected] + lines[after : close + 1]))
 
     first = frame(cases[0])
+    shapes = set() if not _Q_QUOTE.search(text) else None  # the assignments' shapes seen so far
     out = list(lines)
-    for case in cases[1:]:
-        if frame(case) == first:
-            start, expected, _, after, close = case
+    for n, case in enumerate(cases):
+        if n and frame(case) != first:
+            continue
+        start, expected, actual, after, close = case
+        if n:
             out[start:expected] = [""] * (expected - start)
             out[after : close + 1] = [""] * (close + 1 - after)
+        for a, b in ((expected, actual), (actual, after)) if shapes is not None else ():
+            shape = _shape("\n".join(lines[a:b]))
+            if '"' in shape:  # a quoted name could hold a quote the literal scan misreads: kept as it is
+                continue
+            if shape in shapes:
+                out[a:b] = [""] * (b - a)
+            shapes.add(shape)
     return "\n".join(out)
+
+
+def _shape(assignment: str) -> str:
+    """The assignment's tokens as the grammar reads them: literals by kind, not by value."""
+    return _DIGITS.sub("0", _STRING.sub("'x'", assignment))
