@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from plbench.dialects import DIALECTS
 from plbench.dialects.oracle import INSERT_BATCH as ORACLE_INSERT_BATCH
-from plbench.normalize.emit import DecisionsFile, data_script, normalize, write_files
+from plbench.normalize.emit import DecisionsFile, data_script, decisions_with, normalize, write_files
 from plbench.normalize.load import LoadReport, canonical, load_postgres, verify_postgres
 from plbench.normalize.schema import Column, SourceDatabase, Table
 from plbench.normalize.sqlite_source import read_sqlite
@@ -766,6 +766,22 @@ def test_decisions_file_reads_as_the_one_line_list_of_the_release(tmp_path, deci
     (tmp_path / rel).unlink()
     with pytest.raises(FileNotFoundError, match="decisions.json is gone"):
         cell.text()
+
+
+def test_decisions_with_a_pair_decodes_exactly_the_decisions_holding_it(tmp_path):
+    decisions = [
+        {"decision": "table_origin", "table": "t\u00e9", "fullname": "d.s.t\u00e9"},
+        {"table": "t\u00e9", "column": "a", "target_table": "T\u00c9", "target_name": "A"},
+        {"table": "t", "column": "b", "target_table": "T", "target_name": "B", "note": 'says "table": "t\u00e9"'},
+        {"table": "t\u00e9x", "column": "c", "target_table": "TX", "target_name": "C"},
+    ]
+    ndb = normalize(SourceDatabase("spider1", "d", "sqlite", "d.sqlite", [], {}, decisions), "oracle")
+    sums = write_files(ndb, tmp_path)
+    (rel,) = [p for p in sums if p.endswith("/decisions.json")]
+    lines = DecisionsFile(str(tmp_path / rel), sums[rel]).lines()
+    assert len(lines) == len(ndb.decisions)
+    for key, value in (("table", "t\u00e9"), ("table", "t"), ("decision", "table_origin"), ("table", "none")):
+        assert decisions_with(lines, key, value) == [d for d in ndb.decisions if d.get(key) == value]
 
 
 def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db, tmp_path, pg_conn):

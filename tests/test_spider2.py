@@ -23,10 +23,11 @@ import sqlglot
 
 from plbench.collector import collector_paused
 from plbench.config import BuildConfig, NotConfigured
-from plbench.normalize.emit import normalize, schema_name
+from plbench.normalize.emit import DecisionsFile, normalize, schema_name, write_files
+from plbench.normalize.schema import SourceDatabase
 from plbench.spider import spider2, spider2_values, stages
 from plbench.spider.spider2 import parse_ddl, unpack_archives
-from plbench.spider.spider2_rows import build_spider2
+from plbench.spider.spider2_rows import _required_in_target_names, build_spider2
 from plbench.spider.spider2_tasks import resolve_database
 from plbench.spider.spider2_values import nested_json, python_repr_value
 from plbench.spider.stages import ingest_spider2, normalize_database, normalize_databases
@@ -422,3 +423,22 @@ def test_in_a_daemon_process_postgres_databases_load_on_threads(ingested, pg_eng
         a, b = threaded[key], alone[key]
         assert a.load.verified and a.load.tables == b.load.tables, key
         assert (a.ddl, a.files, a.spider2_tasks) == (b.ddl, b.files, b.spider2_tasks), key
+
+
+def test_required_names_are_given_as_the_dialect_s_schema_names_them(tmp_path):
+    decisions = [
+        {"decision": "table_origin", "table": "orders", "fullname": "proj.sales.ORDERS"},
+        {"table": "orders", "column": "Amount", "target_table": "ORDERS_T", "target_name": "AMOUNT_C"},
+        {"table": "orders", "decision": "primary_key_dropped", "detail": "no target here"},
+    ]
+    ndb = normalize(SourceDatabase("spider2_lite", "d", "bigquery", "d", [], {}, decisions), "oracle")
+    rel, digest = next((p, d) for p, d in write_files(ndb, tmp_path).items() if p.endswith("/decisions.json"))
+    db = SimpleNamespace(decisions=DecisionsFile(str(tmp_path / rel), digest))
+    task = SimpleNamespace(
+        tables_required=["proj.sales.orders", "proj.sales.events_*"],
+        columns_required=["proj.sales.ORDERS.amount", "proj.sales.ORDERS.other", "proj.sales.events_*.id"],
+    )
+    assert _required_in_target_names(task, db) == {
+        "tables_required": ("ORDERS_T", "proj.sales.events_*"),
+        "columns_required": ("ORDERS_T.AMOUNT_C", "ORDERS_T.other", "proj.sales.events_*.id"),
+    }

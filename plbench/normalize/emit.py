@@ -353,6 +353,18 @@ class DecisionsFile(FileCell):
     def decisions(self) -> list[dict]:
         return json.loads(self.read_text())
 
+    def lines(self) -> list[str]:
+        """One encoded decision a line (`decisions_with` decodes those it needs)."""
+        return self.read_text().split("\n")[1:-2]
+
+
+def decisions_with(lines: list[str], key: str, value: str) -> list[dict]:
+    """The decisions among `lines` (DecisionsFile.lines) whose `key` is `value`: only the lines holding that
+    pair as the encoder writes it are decoded (a wide schema's decisions run to tens of MB, one a column)."""
+    pair = _decision_json({key: value})[1:-1]
+    found = (json.loads(line.removesuffix(",")) for line in lines if pair in line)
+    return [d for d in found if d.get(key) == value]
+
 
 def write_files(db: NormalizedDatabase, root: Path) -> dict[str, str]:
     """schema.sql, data.sql and constraints.sql (run in that order: NOT VALID / ENABLE NOVALIDATE

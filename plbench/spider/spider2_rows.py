@@ -12,7 +12,7 @@ import sqlglot
 
 from plbench.config import BuildConfig
 from plbench.dialects import DIALECTS
-from plbench.normalize.emit import DecisionsFile
+from plbench.normalize.emit import DecisionsFile, decisions_with
 from plbench.records import Rejection
 from plbench.spider.output_format import type_class
 from plbench.spider.plsql_tasks import (
@@ -153,30 +153,46 @@ def _spider2_row(
     )
 
 
+class _TargetNames:
+    """A database's names as its decisions give them: table full name -> table, and per table its target table
+    and (column -> target column). A table's decisions are decoded when a question first names it: the
+    decisions run to tens of MB on a wide schema (one a column), and its questions read a few tables."""
+
+    def __init__(self, decisions: DecisionsFile):
+        self.lines = decisions.lines()
+        self.origin = {
+            d["fullname"].lower(): d["table"] for d in decisions_with(self.lines, "decision", "table_origin")
+        }
+        self.tables: dict[str, tuple[str | None, dict[str, str]]] = {}
+
+    def table(self, name: str) -> tuple[str | None, dict[str, str]]:
+        if name not in self.tables:
+            columns = [d for d in decisions_with(self.lines, "table", name) if "target_table" in d]
+            target = columns[0]["target_table"] if columns else None
+            self.tables[name] = target, {d["column"].lower(): d["target_name"] for d in columns}
+        return self.tables[name]
+
+
 @functools.lru_cache(maxsize=2)  # the rows are built database by database, in both dialects
-def _target_names(decisions: DecisionsFile) -> tuple[dict, dict, dict]:
-    """From a database's decisions: table full name -> table, table -> target table, (table, column) ->
-    target column."""
-    found = decisions.decisions()
-    origin = {d["fullname"].lower(): d["table"] for d in found if d.get("decision") == "table_origin"}
-    targets = {d["table"]: d["target_table"] for d in found if "target_table" in d}
-    columns = {(d["table"], d["column"].lower()): d["target_name"] for d in found if "target_table" in d}
-    return origin, targets, columns
+def _target_names(decisions: DecisionsFile) -> _TargetNames:
+    return _TargetNames(decisions)
 
 
 def _required_in_target_names(task, db: DatabaseReport) -> dict:
     """tables_required / columns_required as the dialect's schema names them (what the prompt shows and the
     reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
-    origin, targets, columns = _target_names(db.decisions)
+    names = _target_names(db.decisions)
 
     def table(name: str) -> tuple[str | None, str]:
-        source = origin.get(name.lower())
-        return source, targets.get(source, name)
+        source = names.origin.get(name.lower())
+        target = names.table(source)[0] if source else None
+        return source, target or name
 
     def column(name: str) -> str:
         full, _, col = name.rpartition(".")
         source, target = table(full)
-        return f"{target}.{columns.get((source, col.lower()), col)}"
+        columns = names.table(source)[1] if source else {}
+        return f"{target}.{columns.get(col.lower(), col)}"
 
     return {
         "tables_required": tuple(sorted({table(t)[1] for t in task.tables_required})),
