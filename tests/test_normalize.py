@@ -774,6 +774,7 @@ def test_decisions_with_a_pair_decodes_exactly_the_decisions_holding_it(tmp_path
         {"table": "t\u00e9", "column": "a", "target_table": "T\u00c9", "target_name": "A"},
         {"table": "t", "column": "b", "target_table": "T", "target_name": "B", "note": 'says "table": "t\u00e9"'},
         {"table": "t\u00e9x", "column": "c", "target_table": "TX", "target_name": "C"},
+        {"table": "u", "renamed_from": {"table": "t\u00e9"}},  # the pair, but not the decision's own
     ]
     ndb = normalize(SourceDatabase("spider1", "d", "sqlite", "d.sqlite", [], {}, decisions), "oracle")
     sums = write_files(ndb, tmp_path)

@@ -26,11 +26,13 @@ from plbench.mbpp.pytypes import Signature
 from plbench.typed_json import decode
 from plbench.types import PyType
 
+# The row fields `typed_task` reads: the key of its cache.
+TYPED_TASK_FIELDS = ("subset", "task_id", "entry_point", "signature", "test_cases", "comparison")
+
 
 def typed_task(task: dict) -> TypedTask:
     """The typed task behind a release row (signature, cases and comparison from their JSON)."""
-    fields = ("subset", "task_id", "entry_point", "signature", "test_cases", "comparison")
-    return _typed_task(*(task[f] for f in fields))
+    return _typed_task(*(task[f] for f in TYPED_TASK_FIELDS))
 
 
 # The release gate asks for one row's typed task three times in a row (its two trivial candidates' code,

@@ -350,9 +350,6 @@ class DecisionsFile(FileCell):
     def render(self, text: str) -> str:
         return "[" + text[2:-3].replace(",\n", ", ") + "]"
 
-    def decisions(self) -> list[dict]:
-        return json.loads(self.read_text())
-
     def lines(self) -> list[str]:
         """One encoded decision a line (`decisions_with` decodes those it needs)."""
         return self.read_text().split("\n")[1:-2]

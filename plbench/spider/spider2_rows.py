@@ -154,23 +154,26 @@ def _spider2_row(
 
 
 class _TargetNames:
-    """A database's names as its decisions give them: table full name -> table, and per table its target table
-    and (column -> target column). A table's decisions are decoded when a question first names it: the
-    decisions run to tens of MB on a wide schema (one a column), and its questions read a few tables."""
+    """A database's names as its decisions give them: a table's full name -> its target table and (column ->
+    target column). A table's decisions are decoded when a question first names it: the decisions run to
+    tens of MB on a wide schema (one a column), and its questions read a few tables."""
 
     def __init__(self, decisions: DecisionsFile):
         self.lines = decisions.lines()
-        self.origin = {
-            d["fullname"].lower(): d["table"] for d in decisions_with(self.lines, "decision", "table_origin")
-        }
+        origins = decisions_with(self.lines, "decision", "table_origin")
+        self.origin = {d["fullname"].lower(): d["table"] for d in origins}
         self.tables: dict[str, tuple[str | None, dict[str, str]]] = {}
 
-    def table(self, name: str) -> tuple[str | None, dict[str, str]]:
-        if name not in self.tables:
-            columns = [d for d in decisions_with(self.lines, "table", name) if "target_table" in d]
+    def of(self, fullname: str) -> tuple[str | None, dict[str, str]]:
+        """(target table, column -> target column); (None, {}) for a name with no table behind it."""
+        source = self.origin.get(fullname.lower())
+        if source is None:
+            return None, {}
+        if source not in self.tables:
+            columns = [d for d in decisions_with(self.lines, "table", source) if "target_table" in d]
             target = columns[0]["target_table"] if columns else None
-            self.tables[name] = target, {d["column"].lower(): d["target_name"] for d in columns}
-        return self.tables[name]
+            self.tables[source] = target, {d["column"].lower(): d["target_name"] for d in columns}
+        return self.tables[source]
 
 
 @functools.lru_cache(maxsize=2)  # the rows are built database by database, in both dialects
@@ -183,19 +186,13 @@ def _required_in_target_names(task, db: DatabaseReport) -> dict:
     reference code reads); a name with no table behind it (a wildcard such as `events_*`) stays as given."""
     names = _target_names(db.decisions)
 
-    def table(name: str) -> tuple[str | None, str]:
-        source = names.origin.get(name.lower())
-        target = names.table(source)[0] if source else None
-        return source, target or name
-
     def column(name: str) -> str:
         full, _, col = name.rpartition(".")
-        source, target = table(full)
-        columns = names.table(source)[1] if source else {}
-        return f"{target}.{columns.get(col.lower(), col)}"
+        target, columns = names.of(full)
+        return f"{target or full}.{columns.get(col.lower(), col)}"
 
     return {
-        "tables_required": tuple(sorted({table(t)[1] for t in task.tables_required})),
+        "tables_required": tuple(sorted({names.of(t)[0] or t for t in task.tables_required})),
         "columns_required": tuple(sorted({column(c) for c in task.columns_required})),
     }
 

@@ -19,8 +19,9 @@ surrounding text is about two thirds of the bytes (bench/oracle_grammar.py).
 An assignment of such a case is blanked too when an earlier case's same assignment has its shape: the same
 text once every string literal reads 'x' and every number's digits read 0. The parser sees a literal's kind,
 not its value, so the two are one sequence of tokens and parse alike; the one kept is the first, at its own
-place. Most MBPP+ cases differ only in their values (a block whose text has a q-quoted literal, which the
-shape does not read, keeps its assignments).
+place. Most MBPP+ cases differ only in their values. The literal scan does not read q-quoted literals or
+quoted names (one may hold a quote): a block holding the first keeps every assignment, as does an assignment
+holding the second.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def condense(text: str) -> str:
         return _CASE_NUMBER.sub("PLBENCH_CASE n ", "\n".join(lines[start:expected] + lines[after : close + 1]))
 
     first = frame(cases[0])
-    shapes = set() if not _Q_QUOTE.search(text) else None  # the assignments' shapes seen so far
+    shaped = not _Q_QUOTE.search(text)
+    shapes: set[str] = set()  # the assignments' shapes seen so far
     out = list(lines)
     for n, case in enumerate(cases):
         if n and frame(case) != first:
@@ -87,16 +89,17 @@ def condense(text: str) -> str:
         if n:
             out[start:expected] = [""] * (expected - start)
             out[after : close + 1] = [""] * (close + 1 - after)
-        for a, b in ((expected, actual), (actual, after)) if shapes is not None else ():
-            shape = _shape("\n".join(lines[a:b]))
-            if '"' in shape:  # a quoted name could hold a quote the literal scan misreads: kept as it is
-                continue
+        for a, b in (expected, actual), (actual, after):
+            shape = _shape("\n".join(lines[a:b])) if shaped else None
             if shape in shapes:
                 out[a:b] = [""] * (b - a)
-            shapes.add(shape)
+            elif shape is not None:
+                shapes.add(shape)
     return "\n".join(out)
 
 
-def _shape(assignment: str) -> str:
-    """The assignment's tokens as the grammar reads them: literals by kind, not by value."""
-    return _DIGITS.sub("0", _STRING.sub("'x'", assignment))
+def _shape(assignment: str) -> str | None:
+    """The assignment's tokens as the grammar reads them: literals by kind, not by value; None when it holds a
+    quoted name, whose quotes the literal scan could misread."""
+    shape = _DIGITS.sub("0", _STRING.sub("'x'", assignment))
+    return None if '"' in shape else shape
