@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.oracle import Oracle
+from sqlglot.tokens import TokenType
 
 from plbench.dialects.base import (
     VARIANT_FIELDS,
@@ -101,18 +102,41 @@ class PlbenchOracle(Oracle):
     - an unquoted name that is no plain Oracle identifier (`_sum`, starting with `_`) is written as
       Oracle would fold it, quoted (`"_SUM"`), as the normalized schemas name such columns
       (plbench.normalize.typemap), so every spelling of the name in a query reaches the same column.
+
+    The rules sit on the dialect, around the generator, not in a subclass of it: compiled sqlglot
+    (`sqlglotc`) lets no Python class inherit from its generators.
     """
 
-    class Generator(Oracle.Generator):
-        def set_operation(self, expression: exp.SetOperation) -> str:
-            text = super().set_operation(expression)
-            return text.replace("EXCEPT", "MINUS", 1) if isinstance(expression, exp.Except) else text
+    def generate(self, expression: exp.Expr, copy: bool = True, **opts) -> str:
+        renamed = [i for i in expression.find_all(exp.Identifier) if _folded_name(i) is not None]
+        if renamed:  # on a copy: the caller's tree keeps its names
+            expression = expression.copy()
+            for ident in expression.find_all(exp.Identifier):
+                if (name := _folded_name(ident)) is not None:
+                    ident.replace(name)
+            copy = False
+        return _minus(self, super().generate(expression, copy=copy, **opts))
 
-        def identifier_sql(self, expression: exp.Identifier) -> str:
-            name = expression.name
-            if name and not expression.quoted and not PLAIN_IDENTIFIER.match(name):
-                expression = exp.to_identifier(name.upper(), quoted=True)
-            return super().identifier_sql(expression)
+    def generate_values_aliases(self, expression: exp.Values) -> list[exp.Identifier]:
+        return [_folded_name(i) or i for i in super().generate_values_aliases(expression)]
+
+
+def _folded_name(ident: exp.Identifier) -> exp.Identifier | None:
+    """The quoted upper-case name Oracle folds an unquoted non-plain name to; None for any other name."""
+    name = ident.name
+    if name and not ident.quoted and not PLAIN_IDENTIFIER.match(name):
+        return exp.to_identifier(name.upper(), quoted=True)
+    return None
+
+
+def _minus(dialect: Oracle, text: str) -> str:
+    """`text` with each EXCEPT keyword (not one in a string or a quoted name) written MINUS."""
+    if "EXCEPT" not in text.upper():
+        return text
+    for token in reversed(dialect.tokenize(text)):
+        if token.token_type == TokenType.EXCEPT:
+            text = text[: token.start] + "MINUS" + text[token.end + 1 :]
+    return text
 
 
 class OracleDialect(Dialect):
