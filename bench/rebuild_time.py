@@ -53,8 +53,9 @@ from plbench.paths import project_root
 
 
 class MemorySampler(threading.Thread):
-    """Every `interval` seconds: resident memory of this process and of its whole process tree, and
-    the CPU seconds the tree has used so far (what a stage costs whatever else the machine runs)."""
+    """Every `interval` seconds: resident memory of this process and of its whole process tree (summed
+    resident sizes, and summed proportional set sizes), and the CPU seconds the tree has used so far
+    (what a stage costs whatever else the machine runs)."""
 
     def __init__(self, server_dir: Path, interval: float = 0.2):
         super().__init__(daemon=True)
@@ -64,13 +65,13 @@ class MemorySampler(threading.Thread):
         while not self.stopped.wait(self.interval):
             self.samples.append((time.time(), *tree_sample(self.server_dir)))
 
-    def peak_between(self, start: float, end: float) -> tuple[int, int]:
-        """The largest (own, tree) resident bytes sampled between two times."""
-        inside = [(own, tree) for t, own, tree, _ in self.samples if start <= t <= end]
-        return max((own for own, _ in inside), default=0), max((tree for _, tree in inside), default=0)
+    def peak_between(self, start: float, end: float) -> tuple[int, int, int]:
+        """The largest (own, tree, tree proportional) bytes sampled between two times."""
+        inside = [sizes for t, *sizes, _ in self.samples if start <= t <= end]
+        return tuple(max((s[i] for s in inside), default=0) for i in range(3))
 
     def cpu_between(self, start: float, end: float) -> float:
-        inside = [cpu for t, _, _, cpu in self.samples if start <= t <= end]
+        inside = [cpu for t, *_, cpu in self.samples if start <= t <= end]
         return inside[-1] - inside[0] if inside else 0.0
 
 
@@ -83,24 +84,27 @@ def _descendants(proc: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def tree_sample(server_dir: str) -> tuple[int, int, float]:
-    """(this process's resident bytes, its tree's, the tree's CPU seconds). The tree is this process,
-    its descendants (sandbox children, worker processes) and the PostgreSQL server whose data folder
-    is `server_dir` with its backends (pg_ctl detaches it). The resident sum counts pages shared
-    between processes (PostgreSQL's shared buffers) once per process: an upper bound. CPU counts the
-    processes alive and those their parents have reaped."""
+def tree_sample(server_dir: str) -> tuple[int, int, int, float]:
+    """(this process's resident bytes, its tree's, its tree's proportional, the tree's CPU seconds). The
+    tree is this process, its descendants (sandbox children, worker processes) and the PostgreSQL server
+    whose data folder is `server_dir` with its backends (pg_ctl detaches it). The resident sum counts a
+    page shared between processes (PostgreSQL's shared buffers, a library's code) once per process that
+    maps it: an upper bound. The proportional sum (PSS) counts a shared page once, split between the
+    processes sharing it: the memory the tree takes. CPU counts the processes alive and those their
+    parents have reaped."""
     me = psutil.Process()
     tree = {me, *_descendants(me)}
     for proc in psutil.process_iter(["cmdline"]):
         if server_dir in (proc.info["cmdline"] or []):
             tree |= {proc, *_descendants(proc)}
-    sizes, cpu = {}, 0.0
+    sizes, proportional, cpu = {}, 0, 0.0
     for proc in tree:
         with contextlib.suppress(psutil.Error):
-            sizes[proc.pid] = proc.memory_info().rss
+            memory = proc.memory_full_info()
+            sizes[proc.pid], proportional = memory.rss, proportional + memory.pss
             times = proc.cpu_times()
             cpu += times.user + times.system + times.children_user + times.children_system
-    return sizes.get(me.pid, 0), sum(sizes.values()), cpu
+    return sizes.get(me.pid, 0), sum(sizes.values()), proportional, cpu
 
 
 def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler) -> float:
@@ -117,11 +121,11 @@ def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler)
         began = min((begin for spans in stages.values() for begin, _ in spans), default=0.0)
         for stage, spans in sorted(stages.items(), key=lambda kv: -seconds[kv[0]]):
             cpu = sum(sampler.cpu_between(begin, end) for begin, end in spans)
-            peaks = [sampler.peak_between(begin, end) for begin, end in spans]
-            own, tree = max(own for own, _ in peaks) / 2**30, max(tree for _, tree in peaks) / 2**30
+            own, tree, pss = (max(p) / 2**30 for p in zip(*(sampler.peak_between(b, e) for b, e in spans)))
             first, last = min(b for b, _ in spans) - began, max(e for _, e in spans) - began
             print(
-                f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB (tree {tree:5.2f} GB)"
+                f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB "
+                f"(tree {tree:5.2f} GB, PSS {pss:5.2f} GB)"
                 f"  +{first:.0f}–{last:.0f} s"
             )
     return wall
@@ -155,9 +159,10 @@ def stored_sizes(storage: Path, top: int = 8) -> list[tuple[int, str]]:
     return sorted(sizes, reverse=True)[:top]
 
 
-def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int, n: int) -> tuple[float, int]:
-    """(wall seconds, peak resident bytes of its tree) of `plbench build` from nothing in a fresh interpreter, with
-    a cache, folders, PostgreSQL server and Dagster instance of its own, as on a fresh checkout."""
+def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int, n: int) -> tuple[float, int, int]:
+    """(wall seconds, peak resident and peak proportional bytes of its tree) of `plbench build` from nothing in
+    a fresh interpreter, with a cache, folders, PostgreSQL server and Dagster instance of its own, as on a fresh
+    checkout."""
     home = root / f"cold-{n}"
     settings = {name: str(home / name) for name in ("cache_dir", "out_dir", "normalized_dir", "validation_dir")}
     settings |= {"steps_at_once": steps_at_once, **({"subsets": list(subsets)} if subsets else {})}
@@ -172,10 +177,10 @@ def cold_rebuild(root: Path, subsets: tuple[str, ...] | None, steps_at_once: int
     subprocess.run([sys.executable, "-c", BUILD], env=env, check=True, cwd=project_root())
     wall = time.perf_counter() - began
     sampler.stopped.set()
-    peak = max((tree for _, _, tree, _ in sampler.samples), default=0)
+    _, peak, peak_pss = sampler.peak_between(0, time.time())
     _stop_server(data_dir)
     shutil.rmtree(home)
-    return wall, peak
+    return wall, peak, peak_pss
 
 
 BUILD = "from pipelines.cli import main; raise SystemExit(main(['build', '--quiet']))"
@@ -196,10 +201,11 @@ def compare(subsets: tuple[str, ...] | None, settings: list[int]) -> None:
     walls: dict[int, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n, steps_at_once in enumerate(settings):
-            wall, peak = cold_rebuild(Path(tmp), subsets, steps_at_once, n)
+            wall, peak, pss = cold_rebuild(Path(tmp), subsets, steps_at_once, n)
             walls.setdefault(steps_at_once, []).append(wall)
             print(
-                f"full rebuild from nothing, {steps_at_once} step(s) at once: {wall:.1f} s, peak {peak / 2**30:.2f} GB"
+                f"full rebuild from nothing, {steps_at_once} step(s) at once: {wall:.1f} s, "
+                f"peak {peak / 2**30:.2f} GB resident (PSS {pss / 2**30:.2f} GB)"
             )
     for steps_at_once, seconds in walls.items():
         print(f"{steps_at_once} step(s) at once: " + ", ".join(f"{w:.1f}" for w in seconds) + " s")
@@ -253,10 +259,10 @@ def main() -> None:
         f"baseline run {baseline:.1f} s; after a fix to the replay {fixed:.1f} s "
         f"(its stage alone {alone['replay_validation_postgres']:.1f} s)"
     )
-    own, tree = (b / 2**30 for b in full_peak)
+    own, tree, pss = (b / 2**30 for b in full_peak)
     print(
-        f"peak resident memory of the full rebuild (sampled every 0.2 s): this process {own:.2f} GB, "
-        f"its tree with the PostgreSQL server {tree:.2f} GB (goal ≤ 2)"
+        f"peak memory of the full rebuild (sampled every 0.2 s): this process {own:.2f} GB resident, "
+        f"its tree with the PostgreSQL server {tree:.2f} GB resident, {pss:.2f} GB proportional (goal ≤ 2)"
     )
     print(f"getrusage maxima over the script: this process {peak:.2f} GB, largest child process {children:.2f} GB")
 

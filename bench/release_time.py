@@ -60,7 +60,7 @@ class Phases:
         yield
         time.sleep(0.25)  # one more memory sample inside the phase
         end = time.time()
-        own, tree = (b / 2**30 for b in self.sampler.peak_between(began, end))
+        own, tree, pss = (b / 2**30 for b in self.sampler.peak_between(began, end))
         seconds, cpu, tree_cpu = (
             time.perf_counter() - wall - 0.25,
             own_cpu() - cpu,
@@ -68,7 +68,7 @@ class Phases:
         )
         print(
             f"  {name:34s} {seconds:7.1f} s {cpu:7.1f} s CPU (tree {tree_cpu:7.1f} s)  peak {own:5.2f} GB "
-            f"(tree {tree:5.2f} GB)",
+            f"(tree {tree:5.2f} GB, PSS {pss:5.2f} GB)",
             flush=True,
         )
 
@@ -142,9 +142,12 @@ def main() -> None:
         profiler.dump_stats(str(args.profile))
     sampler.stopped.set()
     for label, start, stop in (("release_tables", began, release_tables_end), ("both", began, end)):
-        own, tree = (b / 2**30 for b in sampler.peak_between(start, stop))
+        own, tree, pss = (b / 2**30 for b in sampler.peak_between(start, stop))
         cpu = sampler.cpu_between(start, stop)
-        print(f"{label}: {stop - start:.1f} s wall, {cpu:.1f} s tree CPU, peak {own:.2f} GB (tree {tree:.2f} GB)")
+        print(
+            f"{label}: {stop - start:.1f} s wall, {cpu:.1f} s tree CPU, peak {own:.2f} GB "
+            f"(tree {tree:.2f} GB, PSS {pss:.2f} GB)"
+        )
     print(f"CPU of this process and its ended children: {own_cpu():.1f} s")
 
 
