@@ -161,6 +161,23 @@ def test_a_new_name_is_spelt_by_the_ddl_rule(name, oracle, postgres):
         assert dialect.new_identifier(name).sql(dialect=dialect.sqlglot_name) == spelt
 
 
+@pytest.mark.parametrize(
+    "postgres, oracle",
+    [
+        ("SELECT a FROM t EXCEPT SELECT a FROM u", "SELECT a FROM t MINUS SELECT a FROM u"),
+        # a string's or a quoted name's EXCEPT is no keyword: it stays
+        ("SELECT 'EXCEPT' AS \"EXCEPT\" FROM t", "SELECT 'EXCEPT' AS \"EXCEPT\" FROM t"),
+        ('SELECT _sum, t._x FROM t WHERE "_y" = 1', 'SELECT "_SUM", t."_X" FROM t WHERE "_y" = 1'),
+    ],
+)
+def test_oracle_writes_minus_and_folds_names_oracle_takes_only_quoted(postgres, oracle):
+    tree = sqlglot.parse_one(postgres, read="postgres")
+    before = tree.sql()
+    assert tree.sql(dialect=ORACLE.sqlglot_name) == oracle
+    assert tree.sql(dialect=ORACLE.sqlglot_name, copy=False) == oracle
+    assert tree.sql() == before  # the caller's tree keeps its names, even when it allows no copy
+
+
 def test_identifiers_that_collide_after_case_folding_are_renamed():
     taken = set()
     assert ORACLE.identifier("A", taken) == ("A", None)
