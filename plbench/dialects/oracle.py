@@ -108,25 +108,17 @@ class PlbenchOracle(Oracle):
     """
 
     def generate(self, expression: exp.Expr, copy: bool = True, **opts) -> str:
-        renamed = [i for i in expression.find_all(exp.Identifier) if _folded_name(i) is not None]
-        if renamed:  # on a copy: the caller's tree keeps its names
+        if any(_folds(i) for i in expression.find_all(exp.Identifier)):  # on a copy: the caller's tree keeps its names
             expression = expression.copy()
-            for ident in expression.find_all(exp.Identifier):
-                if (name := _folded_name(ident)) is not None:
-                    ident.replace(name)
+            for ident in [i for i in expression.find_all(exp.Identifier) if _folds(i)]:
+                ident.replace(exp.to_identifier(ident.name.upper(), quoted=True))
             copy = False
         return _minus(self, super().generate(expression, copy=copy, **opts))
 
-    def generate_values_aliases(self, expression: exp.Values) -> list[exp.Identifier]:
-        return [_folded_name(i) or i for i in super().generate_values_aliases(expression)]
 
-
-def _folded_name(ident: exp.Identifier) -> exp.Identifier | None:
-    """The quoted upper-case name Oracle folds an unquoted non-plain name to; None for any other name."""
-    name = ident.name
-    if name and not ident.quoted and not PLAIN_IDENTIFIER.match(name):
-        return exp.to_identifier(name.upper(), quoted=True)
-    return None
+def _folds(ident: exp.Identifier) -> bool:
+    """Whether Oracle folds the name to upper case and needs it quoted: unquoted and no plain identifier."""
+    return bool(ident.name) and not ident.quoted and not PLAIN_IDENTIFIER.match(ident.name)
 
 
 def _minus(dialect: Oracle, text: str) -> str:
