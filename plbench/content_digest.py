@@ -16,6 +16,8 @@ from decimal import Decimal
 from pathlib import PurePath
 from uuid import UUID
 
+from sqlglot import exp
+
 # Values that are content as their type and repr (the databases' values among them: a call suite's arguments)
 SCALARS = (
     bool,
@@ -93,6 +95,12 @@ def _feed_set(digest, value) -> None:
     digest.update(b"e%d{" % len(value) + b"".join(sorted(_part(v) for v in value)) + b"}")
 
 
+def _feed_tree(digest, value: exp.Expr) -> None:
+    """A sqlglot tree: its nodes as `dump` lists them (class, place, value, comments), iteratively, so a
+    deep tree needs no deep recursion; not the parse positions (`m`), which equal trees need not share."""
+    _feed(digest, [{key: item for key, item in node.items() if key != "m"} for node in value.dump()])
+
+
 def _feed_content(digest, value) -> None:  # a class that says what it holds (plbench.procedures.stored_trees)
     _feed(digest, (type(value).__qualname__, value.__content__()))
 
@@ -136,6 +144,8 @@ def _rule_for(kind: type):
         return _feed_set
     if hasattr(kind, "__content__"):
         return _feed_content
+    if issubclass(kind, exp.Expr):  # before `__dict__`: a tree's nodes keep their content in slots
+        return _feed_tree
     if dataclasses.is_dataclass(kind):  # a field left out of equality is a cache or a measurement
         return _fields_feeder(kind, [f.name for f in dataclasses.fields(kind) if f.compare])
     return _feed_other

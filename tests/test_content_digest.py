@@ -88,6 +88,21 @@ def test_statements_digest_their_trees_whether_stored_or_not():
     assert content_digest(statement("UPDATE t SET a = 1 WHERE b = 3")) not in digests
 
 
+def test_a_bare_tree_is_content_node_by_node_however_deep():
+    import sqlglot
+
+    def tree(text: str):
+        return {"where": sqlglot.parse_one(text, read="postgres")}
+
+    assert content_digest(tree("a = 1 AND b = 2")) == content_digest(
+        tree("a = 1   AND  b = 2")
+    )  # spacing is no content
+    variants = [tree(t) for t in ("a = 1 AND b = 2", "a = 1 AND b = 3", "a = 1 OR b = 2", "a = 1 AND c = 2")]
+    assert len({content_digest(v) for v in variants}) == len(variants)
+    deep = " AND ".join(f"c{n} = {n}" for n in range(3000))  # deeper than the interpreter's recursion limit
+    assert content_digest(tree(deep)) != content_digest(tree(deep.replace("c2999 = 2999", "c2999 = 0")))
+
+
 def test_database_values_are_content_with_their_type_and_scale():
     import datetime
     from decimal import Decimal
