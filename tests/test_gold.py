@@ -288,8 +288,9 @@ def test_full_transpile_maps_names_and_parses_in_oracle(tiny):
 
 
 def test_oracle_writes_except_as_minus_and_quotes_a_name_oracle_does_not_take_unquoted(tiny):
-    """Oracle 19c has no EXCEPT, and an unquoted name cannot start with `_` (plbench.dialects.oracle.PlbenchOracle):
-    MINUS, and the name folded and quoted as the normalized schema spells such names."""
+    """Oracle 19c has no EXCEPT, and an unquoted name cannot start with `_`
+    (plbench.dialects.oracle_sqlglot.PlbenchOracle): MINUS, and the name folded and quoted as the
+    normalized schema spells such names."""
     _, pg, ora = tiny
     minus = "SELECT Name FROM singer EXCEPT SELECT Name FROM singer WHERE Age > 40"
     oracle_minus = "SELECT NAME FROM SINGER MINUS SELECT NAME FROM SINGER WHERE AGE > 40"
