@@ -98,7 +98,12 @@ def _feed_set(digest, value) -> None:
 def _feed_tree(digest, value: exp.Expr) -> None:
     """A sqlglot tree: its nodes as `dump` lists them (class, place, value, comments), iteratively, so a
     deep tree needs no deep recursion; not the parse positions (`m`), which equal trees need not share."""
-    _feed(digest, [{key: item for key, item in node.items() if key != "m"} for node in value.dump()])
+    _feed(digest, _without_positions(value.dump()))
+
+
+def _without_positions(nodes: list[dict]) -> list[dict]:
+    """`dump` nodes without `m`; a node's type (`t`, as a CAST's target) is a dump of its own."""
+    return [{k: _without_positions(v) if k == "t" else v for k, v in node.items() if k != "m"} for node in nodes]
 
 
 def _feed_content(digest, value) -> None:  # a class that says what it holds (plbench.procedures.stored_trees)
