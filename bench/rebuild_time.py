@@ -10,7 +10,7 @@ settings'; pipelines/step_threads.py):
 1. baseline: a run of `mbpp_raw` alone, what any run costs before its stages do anything;
 2. the full rebuild, every stage, with each stage's seconds (Dagster's step times), the CPU
    seconds and the peak resident memory while it ran (sampled every 0.2 s from /proc, the
-   proportional size every second) of this process and of its tree: its descendants and the
+   proportional size every 2 s) of this process and of its tree: its descendants and the
    PostgreSQL server it uses with that server's backends (with steps side by side, a stage's figures
    count the stage running beside it too), and when its first step began and its last ended (seconds
    after the run's first step began); then the largest stored stage values;
@@ -58,7 +58,7 @@ class MemorySampler(threading.Thread):
     the kernel counts by walking every page table of the tree: 32 ms a sample in a build (44 CPU-s of a
     273 s cold build, taken from the build it measured, at five a second)."""
 
-    def __init__(self, server_dir: Path, interval: float = 0.2, proportional_every: int = 5):
+    def __init__(self, server_dir: Path, interval: float = 0.2, proportional_every: int = 10):
         super().__init__(daemon=True)
         self.server_dir, self.interval, self.samples, self.stopped = str(server_dir), interval, [], threading.Event()
         self.proportional_every = proportional_every
@@ -299,7 +299,7 @@ def main() -> None:
     )
     own, tree, pss = (b / 2**30 for b in full_peak)
     print(
-        f"peak memory of the full rebuild (resident sampled every 0.2 s, proportional every second): "
+        f"peak memory of the full rebuild (resident sampled every 0.2 s, proportional every 2 s): "
         f"this process {own:.2f} GB resident, "
         f"its tree with the PostgreSQL server {tree:.2f} GB resident, {pss:.2f} GB proportional (goal ≤ 2)"
     )
