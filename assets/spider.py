@@ -17,6 +17,7 @@ import dagster as dg
 from assets.versions import content_versioned, reads_selection, selected_subsets
 from pipelines.resources import EnginesResource
 from pipelines.step_threads import PYTHON_STEP_TAG
+from plbench.child_process import in_child_process
 from plbench.config import DIALECT_NAMES, SEEDED_SUBSETS, BuildConfig
 from plbench.content_digest import content_digest
 from plbench.dialects import DIALECTS
@@ -300,7 +301,6 @@ def spider_plsql_tasks(
     kinds={"postgres"},
     ins=_reports_ins(),
     deps=[normalization_report],
-    op_tags=PYTHON_STEP_TAG,
     description="Spider 2.0-Lite task records for the questions with gold SQL: the gold transpiled to both "
     "dialects, tables/columns required, the official result; gold run on the sample rows.",
 )
@@ -315,7 +315,8 @@ def spider2_tasks(
     if spider2_lite_raw is None:
         return SpiderTasks("spider2")
     stored = _by_dialect(reports_oracle, reports_postgres)
-    tasks = build_spider2(
+    tasks = in_child_process(  # beside the Spider-PLSQL tasks, whose work is Python in this process
+        build_spider2,
         build,
         spider2_lite_raw,
         reports_of(spider2_lite_raw, stored["postgres"], "postgres"),
