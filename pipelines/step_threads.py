@@ -41,7 +41,8 @@ _STEP_ENDED = object()  # a step's thread has given all its events
 # The op tag of a step whose work is Python in the run's process. Two of them at once only take turns at the
 # interpreter's lock, and slower than one after the other: in one bench run, spider2_tasks beside spider_plsql_tasks
 # spanned 26 s where, in that run's other build, the two took 18.5 s in turn. One of them runs at a time, beside
-# any step whose work is elsewhere (Dagster's tag concurrency limits).
+# any step whose work is elsewhere (Dagster's tag concurrency limits). spider2_tasks now does its work in a child
+# process (plbench.child_process), so it is not tagged and overlaps spider_plsql_tasks.
 PYTHON_STEP_TAG = {"plbench/works_in": "this_process"}
 PYTHON_STEPS = [{"key": key, "value": value, "limit": 1} for key, value in PYTHON_STEP_TAG.items()]
 
