@@ -79,13 +79,17 @@ class MemorySampler(threading.Thread):
         return inside[-1] - inside[0] if inside else 0.0
 
 
+def pss_text(gib: float) -> str:
+    """A peak proportional size as printed: `–` where no proportional sample fell in the span."""
+    return f"{gib:5.2f} GB" if gib else "    – GB"
+
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _processes() -> dict[int, tuple[int, float]]:
-    """pid -> (parent pid, CPU seconds of it and of the children it reaped), from /proc/<pid>/stat: one
-    pass over /proc, where psutil read every process's command line and memory map (34 ms a sample with a
-    build's 45 processes, 17% of a core at five samples a second, taken from the build it measured)."""
+    """pid -> (parent pid, CPU seconds of it and of the children it reaped), from one pass over
+    /proc/<pid>/stat."""
     out = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -122,14 +126,13 @@ def _server_pid(server_dir: str) -> int | None:
 
 
 def tree_sample(server_dir: str, proportional: bool = True) -> tuple[int, int, int | None, float]:
-    """(this process's resident bytes, its tree's, its tree's proportional or None when not asked, the tree's
-    CPU seconds). The
-    tree is this process, its descendants (sandbox children, worker processes) and the PostgreSQL server
-    whose data folder is `server_dir` with its backends (pg_ctl detaches it). The resident sum counts a
-    page shared between processes (PostgreSQL's shared buffers, a library's code) once per process that
-    maps it: an upper bound. The proportional sum (PSS) counts a shared page once, split between the
-    processes sharing it: the memory the tree takes. CPU counts the processes alive and those their
-    parents have reaped."""
+    """(this process's resident bytes, its tree's, its tree's proportional or None when not asked, the
+    tree's CPU seconds). The tree is this process, its descendants (sandbox children, worker processes)
+    and the PostgreSQL server whose data folder is `server_dir` with its backends (pg_ctl detaches it).
+    The resident sum counts a page shared between processes (PostgreSQL's shared buffers, a library's
+    code) once per process that maps it: an upper bound. The proportional sum (PSS) counts a shared page
+    once, split between the processes sharing it: the memory the tree takes. CPU counts the processes
+    alive and those their parents have reaped."""
     processes = _processes()
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in processes.items():
@@ -163,7 +166,7 @@ def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler)
             first, last = min(b for b, _ in spans) - began, max(e for _, e in spans) - began
             print(
                 f"  {stage:44s} {seconds[stage]:6.1f} s {cpu:6.1f} s CPU  peak {own:5.2f} GB "
-                f"(tree {tree:5.2f} GB, PSS {pss:5.2f} GB)"
+                f"(tree {tree:5.2f} GB, PSS {pss_text(pss)})"
                 f"  +{first:.0f}–{last:.0f} s"
             )
     return wall

@@ -10,10 +10,10 @@ checkout's PostgreSQL, where the build loaded the databases; its verdict cache i
 `prepare_release` (with the Oracle grammar gate; its verdict cache too is what the build left; with `--cold`
 both caches start empty, as in a first build), the quality suites (GX loads on a thread during the grammar
 gate, as in `release_tables`, unless `--no-warm-up`), the metadata check, and `release`'s crosscheck statuses
-and write. CPU counts this process
-and its children (the grammar's Node processes, the sandbox), memory is sampled every 0.2 s (this process,
-and its tree with the PostgreSQL server). With `--out` the release is written there (the stage-timings plot is
-drawn with fixed timings, so two runs over the same values write byte-identical releases).
+and write. CPU counts this process and its children (the grammar's Node processes, the sandbox); memory is
+sampled every 0.2 s, its proportional size every 2 s (this process, and its tree with the PostgreSQL server).
+With `--out` the release is written there (the stage-timings plot is drawn with fixed timings, so two runs
+over the same values write byte-identical releases).
 With `--profile`, cProfile's statistics of the whole run go to FILE.
 """
 
@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.rebuild_time import MemorySampler
+from bench.rebuild_time import MemorySampler, pss_text
 from pipelines.resources import open_engines
 from plbench.config import BuildConfig, NotConfigured
 from plbench.grading.trivial import gate_parts
@@ -68,7 +68,7 @@ class Phases:
         )
         print(
             f"  {name:34s} {seconds:7.1f} s {cpu:7.1f} s CPU (tree {tree_cpu:7.1f} s)  peak {own:5.2f} GB "
-            f"(tree {tree:5.2f} GB, PSS {pss:5.2f} GB)",
+            f"(tree {tree:5.2f} GB, PSS {pss_text(pss)})",
             flush=True,
         )
 
