@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +44,10 @@ from plbench.engines.postgres import PostgresEngine
 from plbench.evaluate import Candidate, evaluate
 from plbench.mbpp.artifacts import TaskEmitter
 from plbench.mbpp.stages import build_tasks, extract_test_cases, infer_signatures, ingest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as `python bench/...`
+
+from bench.proc_stats import processes  # noqa: E402
 
 
 def release_and_candidates(config: BuildConfig, limit: int, folder: Path, samples: int = 1) -> list[Candidate]:
@@ -93,17 +97,7 @@ def server_cpu_s(master: int | None) -> float | None:
     ended ones too (the postmaster reaps them: its cutime and cstime)."""
     if master is None:
         return None
-    ticks = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile
-        if int(pid) == master:
-            ticks += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
-        elif int(fields[1]) == master:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(cpu for pid, (parent, cpu) in processes().items() if master in (pid, parent))
 
 
 class Meter:

@@ -50,6 +50,10 @@ from pipelines.stages import seconds_by_stage, stage_intervals
 from plbench.config import BuildConfig
 from plbench.paths import project_root
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as `python bench/...`
+
+from bench.proc_stats import processes, proportional, resident  # noqa: E402
+
 
 class MemorySampler(threading.Thread):
     """Every `interval` seconds: resident memory of this process and of its whole process tree (summed
@@ -66,8 +70,8 @@ class MemorySampler(threading.Thread):
     def run(self) -> None:
         n = 0
         while not self.stopped.wait(self.interval):
-            proportional, n = n % self.proportional_every == 0, n + 1
-            self.samples.append((time.time(), *tree_sample(self.server_dir, proportional)))
+            with_proportional, n = n % self.proportional_every == 0, n + 1
+            self.samples.append((time.time(), *tree_sample(self.server_dir, with_proportional)))
 
     def peak_between(self, start: float, end: float) -> tuple[int, int, int]:
         """The largest (own, tree, tree proportional) bytes sampled between two times (0: none sampled)."""
@@ -84,48 +88,15 @@ def pss_text(gib: float) -> str:
     return f"{gib:5.2f} GB" if gib else "    – GB"
 
 
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _processes() -> dict[int, tuple[int, float]]:
-    """pid -> (parent pid, CPU seconds of it and of the children it reaped), from one pass over
-    /proc/<pid>/stat."""
-    out = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                fields = Path(entry.path, "stat").read_text().rpartition(")")[2].split()
-                out[int(entry.name)] = int(fields[1]), sum(int(f) for f in fields[11:15]) / _TICKS
-    return out
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _resident(pid: int) -> int:
-    """Resident bytes of one process, from the kernel's counter in /proc/<pid>/statm; 0 when it has ended."""
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
-    return 0
-
-
-def _proportional(pid: int) -> int:
-    """Proportional bytes of one process, from its smaps_rollup; 0 when it has ended."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def _server_pid(server_dir: str) -> int | None:
-    """The PostgreSQL server's postmaster, from its data folder's postmaster.pid (None: not running)."""
+    """The PostgreSQL server's postmaster, from its data folder's postmaster.pid (None: not running). Not
+    pgserver's PostmasterInfo, which refuses the file while a starting server has written only part of it."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         return int(Path(server_dir, "postmaster.pid").read_text().split()[0])
     return None
 
 
-def tree_sample(server_dir: str, proportional: bool = True) -> tuple[int, int, int | None, float]:
+def tree_sample(server_dir: str, with_proportional: bool = True) -> tuple[int, int, int | None, float]:
     """(this process's resident bytes, its tree's, its tree's proportional or None when not asked, the
     tree's CPU seconds). The tree is this process, its descendants (sandbox children, worker processes)
     and the PostgreSQL server whose data folder is `server_dir` with its backends (pg_ctl detaches it).
@@ -133,19 +104,19 @@ def tree_sample(server_dir: str, proportional: bool = True) -> tuple[int, int, i
     code) once per process that maps it: an upper bound. The proportional sum (PSS) counts a shared page
     once, split between the processes sharing it: the memory the tree takes. CPU counts the processes
     alive and those their parents have reaped."""
-    processes = _processes()
+    every = processes()
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in processes.items():
+    for pid, (parent, _) in every.items():
         children.setdefault(parent, []).append(pid)
     tree, todo = set(), [os.getpid(), *filter(None, [_server_pid(server_dir)])]
     while todo:
         pid = todo.pop()
-        if pid in processes and pid not in tree:
+        if pid in every and pid not in tree:
             tree.add(pid)
             todo += children.get(pid, [])
-    resident = {pid: _resident(pid) for pid in tree}
-    pss = sum(_proportional(pid) for pid in tree) if proportional else None
-    return resident[os.getpid()], sum(resident.values()), pss, sum(processes[pid][1] for pid in tree)
+    sizes = {pid: resident(pid) for pid in tree}
+    pss = sum(proportional(pid) for pid in tree) if with_proportional else None
+    return sizes[os.getpid()], sum(sizes.values()), pss, sum(every[pid][1] for pid in tree)
 
 
 def timed(label: str, run, instance: dg.DagsterInstance, sampler: MemorySampler) -> float:
