@@ -12,17 +12,24 @@ import logging
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.context import BaseContext
 from typing import TypeVar
 
 T = TypeVar("T")
 
 
+def spawn_context() -> BaseContext | None:
+    """How this process starts workers: spawned, not forked (a run's other threads may hold locks); None
+    where it may start none (it is a daemon, as a pool's worker is)."""
+    return None if multiprocessing.current_process().daemon else multiprocessing.get_context("spawn")
+
+
 def in_child_process(work: Callable[..., T], *args) -> T:
     """`work(*args)` in a spawned child process (its arguments and value pickled), its loggers at the levels
-    this process set; in this process where none can be started (this one is a daemon, as a pool's worker is)."""
-    if multiprocessing.current_process().daemon:
+    this process set; in this process where none can be started (`spawn_context`)."""
+    spawn = spawn_context()
+    if spawn is None:
         return work(*args)
-    spawn = multiprocessing.get_context("spawn")  # not fork: the run's other threads may hold locks
     with ProcessPoolExecutor(1, spawn, _set_levels, (_levels(),)) as child:
         return child.submit(work, *args).result()
 

@@ -1,6 +1,7 @@
 """plbench.child_process: a stage's Python work in a spawned child, with the loggers as this process set them."""
 
 import logging
+import multiprocessing
 import os
 
 import pytest
@@ -18,6 +19,10 @@ def _fails(message: str) -> None:
     raise ValueError(message)
 
 
+def _child_runs_here(answers) -> None:
+    answers.put(in_child_process(os.getpid) == os.getpid())
+
+
 def test_the_work_runs_in_another_process_with_this_ones_logger_levels():
     logging.getLogger(QUIETED).setLevel(logging.ERROR)
     pid, level = in_child_process(_where_and_level, QUIETED)
@@ -28,3 +33,12 @@ def test_the_work_runs_in_another_process_with_this_ones_logger_levels():
 def test_the_works_error_comes_back_as_itself():
     with pytest.raises(ValueError, match="no such database"):
         in_child_process(_fails, "no such database")
+
+
+def test_a_daemon_which_may_start_no_process_does_the_work_itself():
+    spawn = multiprocessing.get_context("spawn")
+    answers = spawn.Queue()
+    daemon = spawn.Process(target=_child_runs_here, args=(answers,), daemon=True)
+    daemon.start()
+    assert answers.get(timeout=60) is True
+    daemon.join(timeout=60)

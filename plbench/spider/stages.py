@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plbench.child_process import spawn_context
 from plbench.collector import collector_paused
 from plbench.config import BuildConfig, NotConfigured
 from plbench.dialects import DIALECTS
@@ -324,8 +325,8 @@ def normalize_databases(
         return normalize_database(config, inputs[source], name, engine)
 
     pooled = config.workers > 1 and len(keys) > 1
-    if pooled and isinstance(engine, NotConfigured | PostgresEngine) and not multiprocessing.current_process().daemon:
-        spawn = multiprocessing.get_context("spawn")  # not fork: the caller's threads may hold locks
+    spawn = spawn_context()
+    if pooled and isinstance(engine, NotConfigured | PostgresEngine) and spawn is not None:
         with ProcessPoolExecutor(config.workers, spawn, _set_worker_inputs, (config, inputs, engine)) as pool:
             yield from zip(keys, pool.map(_normalize_in_worker, keys))
     elif pooled and isinstance(engine, PostgresEngine):
