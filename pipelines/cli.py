@@ -9,11 +9,13 @@ same runs in the UI.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from pipelines.stages import (
     DEFAULT_NEEDS,
@@ -637,5 +639,18 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The `plbench` command: `main`, its exit handlers (logging's among them), then the exit, without the
+    interpreter's teardown. The teardown only frees the heap the command leaves to the operating system, which
+    frees it anyway, and walks it with the collector first: it took 2.1 s after a full build of the mirror, and
+    0.7 s after one in which nothing changed. Threads still running are not waited for: the commands end those
+    they start (a full build leaves daemon threads only). A command that raises ends the usual way."""
+    code = main(argv)
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -4,6 +4,8 @@ message and a hint; real runs of the asset graph on a miniature mirror."""
 import io
 import json
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import dagster as dg
@@ -14,8 +16,10 @@ from pipelines.definitions import build_definitions
 from pipelines.freshness import build_plan
 from pipelines.progress import HINTS, Progress, figures, hint_for, progress_bar
 from plbench.config import BuildConfig
+from plbench.paths import project_root
 from tests.fixtures import MBPP, write_mirror
 
+ROOT = project_root()
 MBPP_ONLY = [["mbpp_raw"], ["mbpp_plus_raw"], ["mbpp_test_cases"]]
 
 
@@ -243,3 +247,26 @@ def test_sqlglots_command_fallback_warnings_stay_off_the_terminal(caplog):
     # What the Spider schemas' unchecked foreign keys give (imported above: pipelines.definitions).
     sqlglot.parse("ALTER TABLE a ADD CONSTRAINT f FOREIGN KEY (x) REFERENCES b (y) ENABLE NOVALIDATE", read="oracle")
     assert [r.getMessage() for r in caplog.records if r.name.startswith("sqlglot")] == []
+
+
+def test_the_command_runs_the_exit_handlers_and_skips_the_teardown(tmp_path):
+    """`plbench` (pipelines.cli:run) returns the command's code with its output flushed and the exit handlers
+    run, and skips the interpreter's teardown (a global's finalizer never runs)."""
+    script = (
+        "import atexit, sys\n"
+        "class Teardown:\n"
+        "    def __del__(self, open=open):\n"
+        "        open(self.path, 'w').close()\n"
+        "kept = Teardown()\n"
+        "kept.path = sys.argv[1] + '/teardown'\n"
+        "atexit.register(lambda: open(sys.argv[1] + '/exit_handler', 'w').close())\n"
+        "from pipelines.cli import run\n"
+        "print('before', end='')\n"
+        "run(['diff', sys.argv[1] + '/a', sys.argv[1] + '/b'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stdout == "before"
+    assert done.stderr.startswith("plbench: ") and "/a" in done.stderr
+    assert (tmp_path / "exit_handler").exists()
+    assert not (tmp_path / "teardown").exists()
