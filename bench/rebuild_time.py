@@ -207,17 +207,30 @@ def _stop_server(data_dir: Path) -> None:
     pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
 
 
+def host_speed() -> float:
+    """Seconds a fixed pure-Python loop takes here now, the best of three: on this shared machine it drifted from
+    0.51 to 0.92 s between runs, and build times with it, so each build is printed with the figure before it."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        sum(i * i for i in range(10**7))
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
 def compare(subsets: tuple[str, ...] | None, settings: list[int]) -> None:
     """Cold full rebuilds, one per entry of `settings` (steps at once), in that order: alternate them (1,2,1,2) so
     the machine's drift falls on both."""
     walls: dict[int, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n, steps_at_once in enumerate(settings):
+            speed = host_speed()
             wall, peak, pss = cold_rebuild(Path(tmp), subsets, steps_at_once, n)
             walls.setdefault(steps_at_once, []).append(wall)
             print(
                 f"full rebuild from nothing, {steps_at_once} step(s) at once: {wall:.1f} s, "
-                f"peak {peak / 2**30:.2f} GB resident (PSS {pss / 2**30:.2f} GB)"
+                f"peak {peak / 2**30:.2f} GB resident (PSS {pss / 2**30:.2f} GB); "
+                f"host speed before it: a fixed loop took {speed:.2f} s"
             )
     for steps_at_once, seconds in walls.items():
         print(f"{steps_at_once} step(s) at once: " + ", ".join(f"{w:.1f}" for w in seconds) + " s")
@@ -234,6 +247,7 @@ def main() -> None:
     subsets = tuple(args.subsets.split(",")) if args.subsets else None
     if args.compare_steps_at_once:
         return compare(subsets, [int(n) for n in args.compare_steps_at_once.split(",")])
+    print(f"host speed: a fixed loop took {host_speed():.2f} s")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = BuildConfig.from_env(out_dir=root / "releases", subsets=subsets)
