@@ -4,6 +4,7 @@ metadata detector finds constructs, tables and columns in sample PL/SQL and PL/p
 import copy
 import json
 
+import pyarrow as pa
 import pytest
 
 from plbench.quality import (
@@ -17,6 +18,7 @@ from plbench.quality import (
     load_suite,
     run_suite,
     selects,
+    table_frame,
     warm_up,
     where_text,
 )
@@ -224,6 +226,15 @@ def test_row_local_expectations_over_runs_of_rows_report_what_one_frame_reports(
     assert any("'prompt'" in f and "2 unexpected" in f for f in by_row["tasks"]["failures"])
     assert any("expect_compound_columns_to_be_unique" in f and "2 unexpected" in f for f in by_row["tasks"]["failures"])
     assert by_row["databases"]["failed"] == 1 and "'decisions'" in by_row["databases"]["failures"][0]
+
+
+def test_suites_see_text_as_python_strings_and_nulls_as_missing():
+    # Arrow-backed text (pandas 3's default) made every row selection GX does copy the text's bytes.
+    schema = pa.schema([("name", pa.string()), ("count", pa.int64())])
+    frame = table_frame([{"name": "a", "count": 1}, {"name": None, "count": None}], schema)
+    assert frame["name"].dtype == object
+    assert frame["name"].tolist()[0] == "a" and frame["name"].isna().tolist() == [False, True]
+    assert frame["count"].isna().tolist() == [False, True]
 
 
 def test_a_where_on_a_column_the_table_lacks_fails_the_suite_instead_of_selecting_nothing(clean):
