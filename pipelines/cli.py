@@ -303,7 +303,15 @@ def build(
 
 def cmd_build(args: argparse.Namespace) -> int:
     config = _config(args)
-    return _exclusive(config, lambda: build(config, None, args.all, args.quiet or args.json, _output(args)))
+
+    def run() -> int:
+        if config.raw_dir is not None and "spider2" in config.subsets:  # a download stays the build's own
+            from plbench.spider.spider2 import unpack_ahead
+
+            unpack_ahead(config.raw_dir, config.cache_dir)
+        return build(config, None, args.all, args.quiet or args.json, _output(args))
+
+    return _exclusive(config, run)
 
 
 def validate(

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import ast
 import gc
+import io
 import json
 import multiprocessing
+import os
+import tarfile
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,7 +30,7 @@ from plbench.config import BuildConfig, NotConfigured
 from plbench.normalize.emit import DecisionsFile, normalize, schema_name, write_files
 from plbench.normalize.schema import SourceDatabase
 from plbench.spider import spider2, spider2_values, stages
-from plbench.spider.spider2 import parse_ddl, unpack_archives
+from plbench.spider.spider2 import parse_ddl, unpack_ahead, unpack_archives
 from plbench.spider.spider2_rows import _required_in_target_names, build_spider2
 from plbench.spider.spider2_tasks import resolve_database
 from plbench.spider.spider2_values import nested_json, python_repr_value
@@ -61,6 +65,46 @@ def read(ingested):
 
 
 # ---- archives ------------------------------------------------------------------------------------
+
+
+def _archive_tree(root: Path, files: int) -> Path:
+    """A mirror whose two archives hold `files` files of 64 KB each (the bigquery one), so unpacking takes a while."""
+    databases = root / LITE / "resource/databases"
+    databases.mkdir(parents=True)
+    for name, count in (("bigquery", files), ("snowflake", 1)):
+        with tarfile.open(databases / f"{name}.tar.gz", "w:gz") as tar:
+            for i in range(count):
+                data = os.urandom(1 << 16)
+                info = tarfile.TarInfo(f"{name}/db/f{i}.json")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return root
+
+
+def test_a_build_waits_for_the_archives_a_child_is_unpacking_ahead_and_unpacks_nothing_itself(tmp_path, monkeypatch):
+    raw, cache = _archive_tree(tmp_path / "raw", 300), tmp_path / "cache"
+    child = unpack_ahead(raw, cache)
+    deadline = time.monotonic() + 60
+    while not any(p.name.endswith(f".tmp-{child.pid}") for p in (cache / "unpacked").glob("*")):
+        assert time.monotonic() < deadline and child.is_alive(), "the child never started unpacking"
+        time.sleep(0.005)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the build unpacked an archive the child was unpacking")
+
+    monkeypatch.setattr(tarfile, "open", refuse)  # in this process only: the child unpacks for real
+    roots = unpack_archives(raw, cache)
+    assert len(list((roots["bigquery"] / "db").iterdir())) == 300 and (roots["snowflake"] / "db").is_dir()
+    child.join(30)
+    assert child.exitcode == 0
+
+
+def test_a_child_unpacking_ahead_leaves_a_missing_archive_for_the_build_to_report(tmp_path):
+    child = unpack_ahead(tmp_path / "no-mirror", tmp_path / "cache")
+    child.join(60)
+    assert child.exitcode == 0  # quiet: what failed there, the build meets itself
+    with pytest.raises(FileNotFoundError, match="bigquery.tar.gz"):
+        unpack_archives(tmp_path / "no-mirror", tmp_path / "cache")
 
 
 def test_archives_unpack_once_into_the_cache(raw_root, read):
