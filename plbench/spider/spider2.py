@@ -127,7 +127,7 @@ def unpack_ahead(raw_root: Path, cache_dir: Path) -> BaseProcess | None:
 
 
 def _unpack_quietly(raw_root: Path, cache_dir: Path) -> None:
-    with suppress(Exception):  # the build meets the failure again, and reports it
+    with suppress(Exception, KeyboardInterrupt):  # the build meets the failure again and reports it; ^C is its
         unpack_archives(raw_root, cache_dir)
 
 
