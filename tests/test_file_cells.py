@@ -59,7 +59,8 @@ def test_file_cells_are_checked_as_their_text_would_be(tmp_path):
     as_text = [{k: v.text() if isinstance(v, FileCell) else v for k, v in row.items()} for row in rows]
     expected = pa.Table.from_pylist(as_text, schema=schema)
     assert cells_table(rows, schema).equals(expected)
-    pandas.testing.assert_frame_equal(quality.table_frame(rows, schema), expected.to_pandas())
+    as_strings = expected.to_pandas().astype({"text": object, "note": object})  # the suites see Python strings
+    pandas.testing.assert_frame_equal(quality.table_frame(rows, schema), as_strings)
 
 
 def test_a_table_with_cells_is_written_one_row_group_per_run_and_reads_back_whole(tmp_path, monkeypatch):
