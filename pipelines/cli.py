@@ -304,14 +304,14 @@ def build(
 def cmd_build(args: argparse.Namespace) -> int:
     config = _config(args)
 
-    def run() -> int:
+    def build_alone() -> int:
         if config.raw_dir is not None and "spider2" in config.subsets:  # a download stays the build's own
             from plbench.spider.spider2 import unpack_ahead
 
             unpack_ahead(config.raw_dir, config.cache_dir)
         return build(config, None, args.all, args.quiet or args.json, _output(args))
 
-    return _exclusive(config, run)
+    return _exclusive(config, build_alone)
 
 
 def validate(

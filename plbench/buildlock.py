@@ -1,4 +1,5 @@
-"""One build at a time per checkout: an exclusive `flock` on `<cache_dir>/build.lock`.
+"""One build at a time per checkout: an exclusive `flock` on `<cache_dir>/build.lock`; and `file_lock`, the
+same lock waited for, on any file (plbench.spider.spider2 holds one while it unpacks an archive).
 
 Two builds in one checkout share Dagster's stored values and overwrite each other's files
 (a truncated pickle, a reconcile failure). The lock is held for the whole command and
@@ -54,3 +55,15 @@ def build_lock(cache_dir: Path) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on `path`, waiting for another process that holds it; released when the block
+    ends or the process does, however it ends."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -28,16 +28,13 @@ Decisions, each recorded on the database (`SourceDatabase.decisions`):
 from __future__ import annotations
 
 import csv
-import fcntl
 import functools
-import hashlib
 import json
 import os
 import shutil
 import sys
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -45,9 +42,11 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
+from plbench.buildlock import file_lock
 from plbench.child_process import spawn_context
 from plbench.normalize.schema import Column, ForeignKey, SourceDatabase, Table
 from plbench.normalize.typemap import is_warehouse, refine_family, source_family
+from plbench.raw_sources.fetch import sha256_file
 from plbench.spider.spider2_values import nested_json, prepare_value
 
 LITE_DIR = Path("spider2") / "spider2-lite"
@@ -62,14 +61,6 @@ csv.field_size_limit(sys.maxsize)  # some DDL cells hold thousands of columns
 # ---- archives -----------------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def unpack_archive(archive: Path, cache_dir: Path) -> Path:
     """Unpack `archive` once into `<cache_dir>/unpacked/<sha256[:16]>/` and return that folder.
 
@@ -77,9 +68,9 @@ def unpack_archive(archive: Path, cache_dir: Path) -> Path:
     written last, so an interrupted unpack is redone instead of trusted. A process
     unpacking it (`unpack_ahead`'s child) holds its lock: another waits, then finds it done.
     """
-    dest = cache_dir / "unpacked" / _sha256(archive)[:16]
+    dest = cache_dir / "unpacked" / sha256_file(archive)[:16]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(dest.with_name(f"{dest.name}.lock")):
+    with file_lock(dest.with_name(f"{dest.name}.lock")):
         if (dest / _COMPLETE).is_file():
             return dest
         tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
@@ -91,17 +82,6 @@ def unpack_archive(archive: Path, cache_dir: Path) -> Path:
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return dest
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive `flock` on `path`, released when the block ends or the process does."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def unpack_archives(raw_root: Path, cache_dir: Path) -> dict[str, Path]:
