@@ -6,8 +6,10 @@ anything but its own working folder, whatever Python or C code it runs afterward
 - as root (the build's normal case): a private mount and network namespace, in which every
   mount is remounted read-only and the working folder becomes a small private tmpfs owned by
   the solution's user (so /tmp, /dev/shm, /var/tmp and the checkout are read-only and what the
-  solution writes vanishes with the namespace); then the child drops to its own uid and gid,
-  `SANDBOX_ID_BASE + pid`, unique among live processes and with no passwd entry;
+  solution writes vanishes with the namespace); the standard library is bound read-only into
+  that folder, where the solution's user can reach it wherever the interpreter lives; then the
+  child drops to its own uid and gid, `SANDBOX_ID_BASE + pid`, unique among live processes and
+  with no passwd entry;
 - always: resource limits (CPU, address space, file size, open files, no core dumps, and
   RLIMIT_NPROC = 1, which the kernel counts per uid: with a uid of its own the child is that
   uid's only task, so it can start no process and no thread), no-new-privileges (no setuid
@@ -28,10 +30,12 @@ import ctypes
 import os
 import resource
 import struct
+import sys
 
 SANDBOX_ID_BASE = 1_600_000_000  # + pid: far above login and subordinate-uid ranges
 FILE_SIZE_LIMIT = 16 << 20  # RLIMIT_FSIZE; also the size of the private working folder
 _OPEN_FILES = 256
+STANDARD_LIBRARY_MOUNT = ".python-stdlib"  # in the working folder
 _WORKDIR_INODES = 4096
 
 _CLONE_NEWNS = 0x00020000
@@ -102,6 +106,29 @@ def _isolate_file_system(workdir: str, uid: int, gid: int) -> None:
     os.chdir(workdir)  # the cwd still named the folder under the new mount
 
 
+def _bind_standard_library(workdir: str) -> None:
+    """Make the standard library importable by the solution's user. An interpreter under a private home (pyenv's
+    /root/.pyenv, /root being 0700 on a fresh machine) is readable by root only: the dropped user then found no
+    `heapq` nor `re`, until pgserver's first start happened to widen /root. The library is bound read-only into
+    the working folder and the import system (search path, the packages already imported) pointed there."""
+    library = os.path.dirname(os.__file__)
+    bound = os.path.join(workdir, STANDARD_LIBRARY_MOUNT)
+    os.mkdir(bound)
+    _mount(library, bound, None, _MS_BIND | _MS_REC, None, "binding the standard library")
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+    _mount(None, bound, None, flags, None, "making the standard library read-only")
+
+    def moved(paths: list[str]) -> list[str]:
+        return [bound + p[len(library) :] if p == library or p.startswith(library + os.sep) else p for p in paths]
+
+    sys.path[:] = moved(sys.path)
+    for module in list(sys.modules.values()):
+        search = getattr(module, "__path__", None)
+        if isinstance(search, list):  # a regular package: its submodules load from __path__
+            search[:] = moved(search)
+    sys.path_importer_cache.clear()
+
+
 def _drop_privileges(uid: int, gid: int) -> None:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
@@ -156,6 +183,7 @@ def contain(workdir: str, cpu_seconds: int, memory_bytes: int) -> str:
     if os.geteuid() == 0:
         uid = gid = SANDBOX_ID_BASE + os.getpid()
         _isolate_file_system(workdir, uid, gid)
+        _bind_standard_library(workdir)
         _drop_privileges(uid, gid)
         level = "isolated"
     _apply_limits(cpu_seconds, memory_bytes)

@@ -51,7 +51,8 @@ _STDERR_TAIL = 2000
 _JOIN_SECONDS = 5.0
 # A child that cannot import a standard-library module this interpreter has is a broken sandbox, not a broken
 # solution: once, 43 MBPP+ references of a mirror build failed on `re`, `collections`, `heapq`, ... and their
-# tasks were lost as rejections. Such a job runs again, and fails the stage if the sandbox stays broken.
+# tasks were lost as rejections (the interpreter lay under a 0700 home; `_sandbox_contain` now binds the library
+# where the child can read it). Such a job runs again, and fails the stage if the sandbox stays broken.
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 _ENVIRONMENT_ATTEMPTS = 2
 _log = logging.getLogger(__name__)

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -15,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from plbench._sandbox_child import json_text
-from plbench._sandbox_contain import FILE_SIZE_LIMIT, SANDBOX_ID_BASE, seccomp_program, unescape_mount_point
+from plbench._sandbox_contain import (
+    FILE_SIZE_LIMIT,
+    SANDBOX_ID_BASE,
+    STANDARD_LIBRARY_MOUNT,
+    seccomp_program,
+    unescape_mount_point,
+)
 from plbench.mbpp.cases import cases_from_sandbox, plan_mbpp_plus
 from plbench.mbpp.extract import ExtractionError
 from plbench.records import RawProblem
@@ -307,6 +314,25 @@ def test_the_solution_runs_as_its_own_user_in_a_private_folder_with_a_file_size_
     uid, gid, groups, owner, size = result.cases[0].value
     assert uid == gid == owner and uid > SANDBOX_ID_BASE and groups == [] and size == 3
     assert result.cases[1] == CaseOutcome("error", None, "OSError: [Errno 27] File too large")
+
+
+@needs_root
+def test_the_solution_imports_the_standard_library_where_only_root_can_reach_it():
+    """A fresh machine's pyenv Python lives under /root, 0700: the solution's user could not reach `heapq`."""
+    code = (
+        "import heapq, os\n"
+        "def f(x):\n"
+        "    import bisect\n"
+        "    return heapq.nlargest(1, [x]), 'é'.encode('cp1252').decode('cp1252'), os.listdir('.')\n"
+    )
+    above_library = Path(os.__file__).parent.parent  # PostgreSQL (in site-packages) loads nothing meanwhile
+    mode = above_library.stat().st_mode
+    above_library.chmod(0o700)
+    try:
+        result = run(code, [(3,)])
+    finally:
+        above_library.chmod(stat.S_IMODE(mode))
+    assert result.cases == [CaseOutcome("ok", ([3], "é", [STANDARD_LIBRARY_MOUNT]))]
 
 
 def test_seccomp_programs_are_exact():
