@@ -413,7 +413,7 @@ def test_type_constructs(types, postgres, oracle):
 
 def test_the_data_scripts(tmp_path):
     table = SimpleNamespace(
-        target=SimpleNamespace(sql="t"), column_names=["a", "b"], rows=[(1, "x\ty"), (None, "it's")]
+        target=SimpleNamespace(sql="t"), column_names=["a", "b"], rows=[(1, "x\ty"), (None, "it's")], data_text=None
     )
     assert POSTGRES.data_script(table) == "COPY t (a, b) FROM stdin;\n1\tx\\ty\n\\N\tit's\n\\.\n"
     assert ORACLE.data_script(table) == (

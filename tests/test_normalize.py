@@ -524,7 +524,7 @@ VALUE_TEXTS = [
 
 @pytest.mark.parametrize("value, copy_field, canonical_text", VALUE_TEXTS, ids=lambda v: repr(v)[:20])
 def test_each_value_type_has_its_copy_field_and_checksum_text(value, copy_field, canonical_text):
-    table = dataclasses.make_dataclass("Rows", ["rows"])([(value, 1)])
+    table = dataclasses.make_dataclass("Rows", ["rows", ("data_text", object, None)])([(value, 1)])
     assert DIALECTS["postgres"].copy_text(table) == f"{copy_field}\t1\n"
     assert canonical(value) == canonical_text
 
@@ -814,6 +814,7 @@ def test_write_files_and_the_postgres_data_script_loads_through_copy(fixture_db,
     ]  # no block for the empty table
     assert "".join(f"COPY {t} FROM stdin;\n{body}\\.\n" for t, body in blocks) == data
     assert blocks[0][1] == DIALECTS["postgres"].copy_text(ndb.table("people"))
+    assert ndb.table("people").data_text is DIALECTS["postgres"].copy_text(ndb.table("people"))  # the load's, once
     assert "back\\\\slash \\\\N \\\\.\t" in blocks[0][1] and "new\\nline\\r\\nwin" in blocks[0][1]
 
     # Replay schema.sql and the COPY blocks into another schema and verify it like a load.

@@ -342,8 +342,10 @@ class PostgresDialect(Dialect):
         )
 
     def copy_text(self, table) -> str:
-        """The table's rows in COPY text format (what a loader streams, and what data.sql embeds)."""
-        return "".join("\t".join(map(_copy_field, row)) + "\n" for row in table.rows)
+        """The table's rows in COPY text format (what a loader streams, and what data.sql embeds), made once."""
+        if table.data_text is None:
+            table.data_text = "".join("\t".join(map(_copy_field, row)) + "\n" for row in table.rows)
+        return table.data_text
 
     # ---- Spider SQL --------------------------------------------------------------------
     row_id = "ctid"

@@ -39,6 +39,9 @@ class NormalizedTable:
     target: TargetName
     columns: list[NormalizedColumn]
     rows: list[tuple]  # values coerced for this dialect
+    # The rows in the dialect's bulk-load text, made once (`PostgresDialect.copy_text`): data.sql embeds it and
+    # the load streams it, seconds of a build apart on the same rows.
+    data_text: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def column_names(self) -> list[str]:
