@@ -325,7 +325,7 @@ def test_the_solution_imports_the_standard_library_where_only_root_can_reach_it(
         "    import bisect\n"
         "    return heapq.nlargest(1, [x]), 'é'.encode('cp1252').decode('cp1252'), os.listdir('.')\n"
     )
-    above_library = Path(os.__file__).parent.parent  # PostgreSQL (in site-packages) loads nothing meanwhile
+    above_library = Path(os.__file__).parent.parent  # pyenv: /root/.pyenv/versions/<version>/lib
     if Path.home() not in above_library.parents:  # never a system folder such as /usr/lib, even for a moment
         pytest.skip(f"the standard library is not in a home folder ({above_library}): none is made private")
     mode = above_library.stat().st_mode
